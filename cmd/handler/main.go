@@ -1,0 +1,210 @@
+// Command handler is the TESK taskmaster as a stateless Knative service: it
+// takes each step of a task as a CloudEvent and creates the next step's
+// Kubernetes objects.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/signals"
+
+	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+)
+
+// shutdownGrace bounds how long in-flight requests may take to finish after
+// SIGTERM; Knative's default termination grace period is 30 s longer than the
+// revision's timeout, so this fits within it.
+const shutdownGrace = 25 * time.Second
+
+func main() {
+	if err := run(os.Args[1:], os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "handler:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the handler's flags; each also comes from an environment
+// variable (a Knative Service sets env), the flag winning.
+type options struct {
+	namespace, podTimeout, filerName, filerVersion string
+	pullPolicyAlways, debug                        bool
+	port                                           int
+	kubeconfig                                     string
+}
+
+func parseOptions(args []string, getenv func(string) string) (options, error) {
+	def := func(name, fallback string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return fallback
+	}
+	boolEnv := func(name string) (bool, error) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("%s=%q is not a boolean", name, v)
+		}
+		return b, nil
+	}
+	var o options
+	pull, err := boolEnv("PULL_POLICY_ALWAYS")
+	if err != nil {
+		return o, err
+	}
+	debug, err := boolEnv("DEBUG")
+	if err != nil {
+		return o, err
+	}
+	port, err := strconv.Atoi(def("PORT", "8080"))
+	if err != nil || port <= 0 || port > 65535 {
+		return o, fmt.Errorf("PORT=%q is not a port number", getenv("PORT"))
+	}
+	fs := flag.NewFlagSet("handler", flag.ContinueOnError)
+	fs.StringVar(&o.namespace, "namespace", def("NAMESPACE", steps.DefaultNamespace), "namespace of the tasks (env NAMESPACE)")
+	fs.StringVar(&o.namespace, "n", def("NAMESPACE", steps.DefaultNamespace), "shorthand for --namespace")
+	fs.StringVar(&o.podTimeout, "pod-timeout", def("POD_TIMEOUT", "240"), "seconds after which a pending pod that can't start fails its job (env POD_TIMEOUT)")
+	fs.StringVar(&o.filerName, "filer-name", def("FILER_NAME", steps.DefaultFilerName), "image of the filer, without its tag (env FILER_NAME)")
+	fs.StringVar(&o.filerVersion, "filer-version", def("FILER_VERSION", steps.DefaultFilerVersion), "tag of the filer image (env FILER_VERSION)")
+	fs.BoolVar(&o.pullPolicyAlways, "pull-policy-always", pull, "pull the filer image on every start (env PULL_POLICY_ALWAYS)")
+	fs.BoolVar(&o.debug, "debug", debug, "debug logging, also of the filer (env DEBUG)")
+	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig to use outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+func run(args []string, getenv func(string) string) error {
+	start := time.Now()
+	o, err := parseOptions(args, getenv)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(o.debug)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = o.namespace
+	if cfg.PodTimeout, err = steps.ParsePodTimeout(o.podTimeout); err != nil {
+		return err
+	}
+	cfg.FilerName, cfg.FilerVersion = o.filerName, o.filerVersion
+	cfg.PullPolicyAlways, cfg.Debug = o.pullPolicyAlways, o.debug
+	cfg, issues := steps.LoadEnv(cfg, getenv)
+	for _, i := range issues {
+		if i.Level == "error" {
+			log.Errorw("Invalid setting", "variable", i.Name, "problem", i.Msg)
+		} else {
+			log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
+		}
+	}
+
+	rc, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	srv := &server.Server{
+		Runner:    &steps.Runner{Client: client, Config: cfg, Log: log},
+		Metadata:  md,
+		Namespace: cfg.Namespace,
+		Log:       log,
+	}
+	e := srv.Echo()
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
+	if err != nil {
+		return err
+	}
+	e.Listener = ln
+	ctx := signals.NewContext()
+	errc := make(chan error, 1)
+	go func() { errc <- e.Start("") }()
+	log.Infow("Ready", "port", o.port, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
+		"filerImage", cfg.FilerImage(), "startup", time.Since(start).String())
+
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	// SIGTERM or SIGINT: take no new request, finish those in flight.
+	log.Infow("Shutting down: finishing requests in flight")
+	srv.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := e.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Infow("Stopped")
+	return nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		rc, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	// One replica takes several hundred events a second, each a few requests.
+	rc.QPS, rc.Burst = 500, 1000
+	rc.Timeout = 30 * time.Second
+	rc.UserAgent = "tesk-knative-handler"
+	return rc, nil
+}
+
+func newLogger(debug bool) (*zap.SugaredLogger, error) {
+	zc := zap.NewProductionConfig()
+	zc.EncoderConfig.TimeKey = "ts"
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zc.Sampling = nil
+	if debug {
+		zc.Level = zap.NewAtomicLevelAt(zap.DebugLevel)
+	}
+	l, err := zc.Build()
+	if err != nil {
+		return nil, err
+	}
+	return l.Sugar().Named("handler"), nil
+}

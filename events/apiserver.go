@@ -1,0 +1,150 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+)
+
+// ApiServerSource event types: resource mode carries the object, ref mode a
+// reference to it.
+const (
+	resourcePrefix = apiServerPrefix + "resource."
+	refPrefix      = apiServerPrefix + "ref."
+)
+
+// ref is the data of a ref-mode event.
+type ref struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace"`
+}
+
+// classifyAPIServer translates a Job, Pod or ConfigMap change into the step it
+// means. A change that asks for nothing (a job that still runs, a pod that is
+// starting) is ignored without reading the cluster, so that a waiting task
+// costs no API request.
+func classifyAPIServer(ev *cloudevents.Event, namespace string) (Step, error) {
+	t := ev.Type()
+	var verb string
+	var resource bool
+	switch {
+	case strings.HasPrefix(t, resourcePrefix):
+		verb, resource = strings.TrimPrefix(t, resourcePrefix), true
+	case strings.HasPrefix(t, refPrefix):
+		verb = strings.TrimPrefix(t, refPrefix)
+	default:
+		return Step{}, bad("unknown ApiServerSource event type %q", t)
+	}
+	switch verb {
+	case "add", "update", "delete":
+	default:
+		return Step{}, bad("unknown ApiServerSource event type %q", t)
+	}
+	var r ref
+	if err := json.Unmarshal(ev.Data(), &r); err != nil {
+		return Step{}, bad("%s: data is not a Kubernetes object: %v", t, err)
+	}
+	if r.Kind == "" || r.Name == "" {
+		return Step{}, bad("%s: data has no kind or name", t)
+	}
+	if r.Namespace != "" && r.Namespace != namespace {
+		return ignore("object in namespace %q, not %q", r.Namespace, namespace), nil
+	}
+	switch r.Kind {
+	case "Job":
+		return classifyJob(ev, r, verb, resource, namespace)
+	case "Pod":
+		return classifyPod(ev, r, verb, resource, namespace)
+	case "ConfigMap":
+		return classifyAnchor(ev, r, verb, resource, namespace)
+	}
+	return ignore("kind %s is not watched", r.Kind), nil
+}
+
+func classifyJob(ev *cloudevents.Event, r ref, verb string, resource bool, namespace string) (Step, error) {
+	task, _, ok := steps.SplitJobName(r.Name)
+	step := Step{Kind: KindReconcile, Namespace: namespace, Job: r.Name}
+	if resource {
+		var job batchv1.Job
+		if err := json.Unmarshal(ev.Data(), &job); err != nil {
+			return Step{}, bad("%s: data is not a Job: %v", ev.Type(), err)
+		}
+		if l := job.Labels[steps.LabelTask]; l != "" {
+			task, ok = l, true
+		}
+		if verb != "delete" && steps.StatusOf(&job) == steps.JobRunning && job.DeletionTimestamp == nil {
+			return ignore("job %s is still running", r.Name), nil
+		}
+	}
+	if !ok {
+		return ignore("job %s is not a task's job", r.Name), nil
+	}
+	step.Task = task
+	return step, nil
+}
+
+func classifyPod(ev *cloudevents.Event, r ref, verb string, resource bool, namespace string) (Step, error) {
+	job, ok := steps.JobOfPodName(r.Name)
+	var task string
+	if ok {
+		task, _, ok = steps.SplitJobName(job)
+	}
+	step := Step{Kind: KindPods, Namespace: namespace, Pod: r.Name}
+	if resource {
+		var pod corev1.Pod
+		if err := json.Unmarshal(ev.Data(), &pod); err != nil {
+			return Step{}, bad("%s: data is not a Pod: %v", ev.Type(), err)
+		}
+		if l := pod.Labels[steps.LabelTask]; l != "" {
+			task, ok = l, true
+		}
+		if j := pod.Labels[batchv1.JobNameLabel]; j != "" {
+			job = j
+		}
+		if verb == "delete" {
+			return ignore("pod %s was deleted", r.Name), nil
+		}
+		reason, message, stuck := steps.StuckReason(&pod)
+		if !stuck {
+			return ignore("pod %s is not stuck", r.Name), nil
+		}
+		step.Reason, step.Message = reason, message
+	}
+	if !ok || job == "" {
+		return ignore("pod %s is not a task's pod", r.Name), nil
+	}
+	step.Task, step.Job = task, job
+	return step, nil
+}
+
+func classifyAnchor(ev *cloudevents.Event, r ref, verb string, resource bool, namespace string) (Step, error) {
+	if verb == "delete" {
+		return ignore("ConfigMap %s was deleted", r.Name), nil
+	}
+	if !resource {
+		return Step{Kind: KindReconcile, Task: r.Name, Namespace: namespace}, nil
+	}
+	var cm corev1.ConfigMap
+	if err := json.Unmarshal(ev.Data(), &cm); err != nil {
+		return Step{}, bad("%s: data is not a ConfigMap: %v", ev.Type(), err)
+	}
+	if cm.Labels[steps.LabelTask] != cm.Name {
+		return ignore("ConfigMap %s is not a task's anchor", r.Name), nil
+	}
+	if cm.Labels[steps.LabelStatus] == steps.StatusCancelled && cm.Annotations[steps.AnnotationState] == "" {
+		return Step{Kind: KindCancel, Task: cm.Name, Namespace: namespace}, nil
+	}
+	return ignore("ConfigMap %s asks for nothing", r.Name), nil
+}
+
+func ignore(format string, a ...any) Step {
+	return Step{Kind: KindIgnore, Why: fmt.Sprintf(format, a...)}
+}

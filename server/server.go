@@ -1,0 +1,149 @@
+// Package server is the handler's HTTP surface: CloudEvents on POST /, the
+// TES view on GET /tasks/{namespace}/{task}, and the health probes.
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/metadata"
+	"knative.dev/pkg/logging"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+)
+
+// Server handles the events of one namespace.
+type Server struct {
+	Runner    *steps.Runner
+	Metadata  metadata.Interface
+	Namespace string
+	Log       *zap.SugaredLogger
+
+	draining atomic.Bool
+}
+
+// ErrorBody is the JSON of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// Echo returns the routes.
+func (s *Server) Echo() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		code, msg := http.StatusInternalServerError, err.Error()
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			code = he.Code
+			if m, ok := he.Message.(string); ok {
+				msg = m
+			}
+		}
+		if !c.Response().Committed {
+			_ = c.JSON(code, ErrorBody{Error: msg})
+		}
+	}
+	e.POST("/", s.event)
+	e.GET("/tasks/:namespace/:task", s.view)
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", func(c echo.Context) error {
+		if s.draining.Load() {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+	return e
+}
+
+// Drain makes /readyz fail, so that no new request is routed here while the
+// ones in flight finish.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+func (s *Server) event(c echo.Context) error {
+	req := c.Request()
+	ev, err := events.FromHTTP(req)
+	if err != nil {
+		return s.fail(c, s.Log, err)
+	}
+	log := s.Log.With("event", ev.ID(), "type", ev.Type(), "source", ev.Source())
+	step, err := events.Classify(ev, s.Namespace)
+	if err != nil {
+		return s.fail(c, log, err)
+	}
+	if step.Task != "" {
+		log = log.With("task", step.Task)
+	}
+	ctx := logging.WithLogger(req.Context(), log)
+	var res any
+	switch step.Kind {
+	case events.KindIgnore:
+		log.Debugw("Ignored", "why", step.Why)
+		return c.JSON(http.StatusOK, map[string]string{"ignored": step.Why})
+	case events.KindSubmit:
+		res, err = s.Runner.Submit(ctx, step.Namespace, step.Task, step.Input, ev.ID())
+	case events.KindCancel:
+		res, err = s.Runner.Cancel(ctx, step.Namespace, step.Task, ev.ID())
+	case events.KindReconcile, events.KindPods:
+		if step.Reason != "" {
+			log.Debugw("Pod reported stuck", "pod", step.Pod, "reason", step.Reason, "message", step.Message)
+		}
+		res, err = s.Runner.Reconcile(ctx, step.Namespace, step.Task, steps.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods})
+		if errors.Is(err, steps.ErrUnknownTask) {
+			// A late event of a task that was deleted: nothing to do.
+			return c.JSON(http.StatusOK, map[string]string{"ignored": "unknown task " + step.Task})
+		}
+	case events.KindSweep:
+		res, err = s.Runner.Sweep(ctx, step.Namespace, s.Metadata)
+	}
+	if err != nil {
+		return s.fail(c, log, err)
+	}
+	log.Debugw("Step done", "result", res)
+	return c.JSON(http.StatusOK, res)
+}
+
+func (s *Server) view(c echo.Context) error {
+	ns, task := c.Param("namespace"), c.Param("task")
+	if ns != s.Namespace {
+		return c.JSON(http.StatusNotFound, ErrorBody{Error: "no task " + ns + "/" + task + ": this service serves namespace " + s.Namespace})
+	}
+	v, err := s.Runner.View(c.Request().Context(), ns, task)
+	if err != nil {
+		return s.fail(c, s.Log.With("task", task), err)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// fail answers an error: 400 for what can never succeed (no redelivery), 404
+// for an unknown task, 429 or 503 for what may pass later, 500 for the rest
+// (e.g. a role that lacks a permission: the event comes again once it is
+// fixed, or goes to the dead letter sink).
+func (s *Server) fail(c echo.Context, log *zap.SugaredLogger, err error) error {
+	var code int
+	var badInput *steps.BadInputError
+	switch {
+	case events.IsBad(err), errors.As(err, &badInput):
+		code = http.StatusBadRequest
+	case errors.Is(err, steps.ErrUnknownTask):
+		code = http.StatusNotFound
+	case apierrors.IsTooManyRequests(err):
+		code = http.StatusTooManyRequests
+	case steps.IsTransient(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		code = http.StatusServiceUnavailable
+	default:
+		code = http.StatusInternalServerError
+	}
+	if code >= 500 {
+		log.Errorw("Step failed; the event should come again", "error", err, "status", code)
+	} else {
+		log.Warnw("Event refused", "error", err, "status", code)
+	}
+	return c.JSON(code, ErrorBody{Error: err.Error()})
+}

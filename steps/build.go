@@ -1,0 +1,278 @@
+package steps
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+const (
+	taskVolumeName  = "task-volume"
+	jsonVolumeName  = "jsoninput"
+	jsonMountPath   = "/jsoninput"
+	awsVolumeName   = "aws-secret"
+	awsMountPath    = "/aws"
+	netrcVolumeName = "netrc"
+	netrcMountPath  = "/netrc"
+	transferVolume  = "transfer"
+	filerContainer  = "filer"
+)
+
+// Anchor identifies the object that owns a task's PVC and jobs.
+type Anchor struct {
+	Name, Namespace string
+	UID             types.UID
+}
+
+func (a Anchor) ownerRefs() []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: a.Name, UID: a.UID}}
+}
+
+// BuildPVC is the task's volume claim: disk_gb gigabytes (1 if unset), the
+// storage class STORAGE_CLASS_NAME or the cluster's default.
+func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeClaim {
+	gb := t.Resources.DiskGB
+	if gb <= 0 {
+		gb = DefaultDiskGB
+	}
+	size := resource.MustParse(strconv.FormatFloat(gb, 'f', -1, 64) + "Gi")
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            PVCName(a.Name),
+			Namespace:       a.Namespace,
+			Labels:          map[string]string{LabelTask: a.Name},
+			OwnerReferences: a.ownerRefs(),
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+			},
+		},
+	}
+	if cfg.StorageClassName != "" {
+		sc := cfg.StorageClassName
+		pvc.Spec.StorageClassName = &sc
+	}
+	return pvc
+}
+
+// BuildExecutorJob is the i-th executor's job: the TESK API's job spec, named
+// and labelled as TESK's, owned by the anchor, with the task volume mounted,
+// requests as limits where limits are missing, and the executor backoff limit.
+func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
+	j := t.Executors[i].DeepCopy()
+	j.TypeMeta = metav1.TypeMeta{}
+	j.Name = ObjectName(a.Name, ExecutorPart(i))
+	j.Namespace = a.Namespace
+	j.ResourceVersion, j.UID, j.GenerateName = "", "", ""
+	j.OwnerReferences = a.ownerRefs()
+	j.Labels = withLabels(j.Labels, map[string]string{
+		LabelTask: a.Name, LabelJobType: JobTypeExecutor, LabelExecutorNo: strconv.Itoa(i),
+	})
+	j.Spec.Template.Labels = withLabels(j.Spec.Template.Labels, map[string]string{LabelTask: a.Name})
+	if cfg.ExecutorBackoffLimit != nil {
+		v := *cfg.ExecutorBackoffLimit
+		j.Spec.BackoffLimit = &v
+	} else if j.Spec.BackoffLimit == nil {
+		zero := int32(0)
+		j.Spec.BackoffLimit = &zero
+	}
+	ps := &j.Spec.Template.Spec
+	if ps.RestartPolicy == "" {
+		ps.RestartPolicy = corev1.RestartPolicyNever
+	}
+	for k := range ps.Containers {
+		c := &ps.Containers[k]
+		if len(c.Resources.Limits) == 0 && len(c.Resources.Requests) > 0 {
+			c.Resources.Limits = c.Resources.Requests.DeepCopy()
+		}
+	}
+	if t.NeedsVolume() {
+		ps.Volumes = append(ps.Volumes, pvcVolume(a.Name))
+		var mounts []corev1.VolumeMount
+		for _, d := range t.MountDirs() {
+			mounts = append(mounts, corev1.VolumeMount{
+				Name: taskVolumeName, MountPath: d, SubPath: strings.TrimPrefix(d, "/"),
+			})
+		}
+		for k := range ps.Containers {
+			ps.Containers[k].VolumeMounts = append(ps.Containers[k].VolumeMounts, mounts...)
+		}
+	}
+	return j
+}
+
+// BuildFilerJob is the inputs or outputs filer's job (part PartInputsFiler or
+// PartOutputsFiler). It mounts the whole task volume below
+// taskspec.FilerTaskDir, reads the task from the anchor ConfigMap, and gets
+// the filer's environment and secrets as the reference lists them.
+func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
+	mode := strings.TrimSuffix(part, "-filer")
+	args := []string{mode, "--file", path.Join(jsonMountPath, taskspec.ConfigMapKey)}
+	if cfg.Debug {
+		args = append([]string{"--debug"}, args...)
+	}
+	pull := corev1.PullIfNotPresent
+	if cfg.PullPolicyAlways {
+		pull = corev1.PullAlways
+	}
+	optional := true
+	env := []corev1.EnvVar{
+		{Name: "FILER_HTTP_TIMEOUT", Value: cfg.FilerHTTPTimeout},
+		{Name: "AWS_CONFIG_FILE", Value: path.Join(awsMountPath, "config")},
+		{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: path.Join(awsMountPath, "credentials")},
+	}
+	env = append(env, ftpEnv(cfg)...)
+	for _, kv := range [][2]string{{"TESK_FTP_HOSTS", cfg.FTPHosts}, {"HOST_BASE_PATH", cfg.HostBasePath}, {"CONTAINER_BASE_PATH", cfg.ContainerBasePath}} {
+		if kv[1] != "" {
+			env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+		}
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: taskVolumeName, MountPath: taskspec.FilerTaskDir},
+		{Name: jsonVolumeName, MountPath: jsonMountPath, ReadOnly: true},
+		{Name: awsVolumeName, MountPath: awsMountPath, ReadOnly: true},
+	}
+	volumes := []corev1.Volume{
+		pvcVolume(a.Name),
+		{Name: jsonVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: a.Name},
+		}}},
+		{Name: awsVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: AWSSecretName, Optional: &optional,
+		}}},
+	}
+	if cfg.NetrcSecretName != "" {
+		env = append(env, corev1.EnvVar{Name: "NETRC", Value: path.Join(netrcMountPath, ".netrc")})
+		mounts = append(mounts, corev1.VolumeMount{Name: netrcVolumeName, MountPath: netrcMountPath, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: netrcVolumeName, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: cfg.NetrcSecretName},
+		}})
+	}
+	if cfg.TransferPVCName != "" && cfg.ContainerBasePath != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: transferVolume, MountPath: cfg.ContainerBasePath})
+		volumes = append(volumes, corev1.Volume{Name: transferVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.TransferPVCName},
+		}})
+	}
+	if cfg.Debug {
+		env = append(env, corev1.EnvVar{Name: "DEBUG", Value: "true"})
+	}
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ObjectName(a.Name, part),
+			Namespace:       a.Namespace,
+			Labels:          map[string]string{LabelTask: a.Name},
+			OwnerReferences: a.ownerRefs(),
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: copyInt32(cfg.FilerBackoffLimit),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelTask: a.Name}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:   corev1.RestartPolicyNever,
+					SecurityContext: cfg.FilerPodSecurityContext.DeepCopy(),
+					Containers: []corev1.Container{{
+						Name:            filerContainer,
+						Image:           cfg.FilerImage(),
+						ImagePullPolicy: pull,
+						Args:            args,
+						Env:             env,
+						VolumeMounts:    mounts,
+						Resources:       *cfg.FilerResources.DeepCopy(),
+						SecurityContext: cfg.FilerSecurityContext.DeepCopy(),
+					}},
+					Volumes: volumes,
+				},
+			},
+		},
+	}
+	return j
+}
+
+// ftpEnv passes the FTP credentials: as references to TESK_FTP_SECRET_NAME if
+// it is set, otherwise as values.
+func ftpEnv(cfg Config) []corev1.EnvVar {
+	if cfg.FTPSecretName != "" {
+		optional := true
+		ref := func(key string) *corev1.EnvVarSource {
+			return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cfg.FTPSecretName}, Key: key, Optional: &optional,
+			}}
+		}
+		return []corev1.EnvVar{
+			{Name: "TESK_FTP_USERNAME", ValueFrom: ref("username")},
+			{Name: "TESK_FTP_PASSWORD", ValueFrom: ref("password")},
+		}
+	}
+	var env []corev1.EnvVar
+	if cfg.FTPUsername != "" {
+		env = append(env, corev1.EnvVar{Name: "TESK_FTP_USERNAME", Value: cfg.FTPUsername})
+	}
+	if cfg.FTPPassword != "" {
+		env = append(env, corev1.EnvVar{Name: "TESK_FTP_PASSWORD", Value: cfg.FTPPassword})
+	}
+	return env
+}
+
+func pvcVolume(task string) corev1.Volume {
+	return corev1.Volume{Name: taskVolumeName, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(task)},
+	}}
+}
+
+func withLabels(base, add map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(add))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range add {
+		out[k] = v
+	}
+	return out
+}
+
+func copyInt32(p *int32) *int32 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// Parts is a task's sequence: the PVC if it needs one, the inputs filer if it
+// has inputs, the executors, the outputs filer if it has outputs.
+func Parts(t *taskspec.Task) []string {
+	var parts []string
+	if t.NeedsVolume() {
+		parts = append(parts, PartPVC)
+	}
+	if len(t.Inputs) > 0 {
+		parts = append(parts, PartInputsFiler)
+	}
+	for i := range t.Executors {
+		parts = append(parts, ExecutorPart(i))
+	}
+	if len(t.Outputs) > 0 {
+		parts = append(parts, PartOutputsFiler)
+	}
+	return parts
+}
+
+// describe names a part for messages.
+func describe(task, part string) string {
+	if part == PartPVC {
+		return fmt.Sprintf("PVC '%s'", PVCName(task))
+	}
+	return fmt.Sprintf("job '%s'", ObjectName(task, part))
+}

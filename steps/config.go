@@ -1,0 +1,234 @@
+package steps
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// Defaults of the options.
+const (
+	DefaultNamespace     = "default"
+	DefaultPodTimeout    = 240 * time.Second
+	DefaultFilerName     = "ghcr.io/elixir-cloud-aai/tesk-knative-filer"
+	DefaultFilerVersion  = "latest"
+	DefaultFilerTimeout  = "300"
+	DefaultDiskGB        = 1.0
+	AWSSecretName        = "aws-secret"
+	maxInt32             = math.MaxInt32
+	defaultFilerUID      = 65532
+	recordedMissingGrace = 60 * time.Second
+)
+
+// Config is everything a step depends on besides the cluster: the options
+// (flags or environment) and the environment variables of the reference.
+type Config struct {
+	Namespace        string
+	PodTimeout       time.Duration
+	FilerName        string
+	FilerVersion     string
+	PullPolicyAlways bool
+	Debug            bool
+
+	ExecutorBackoffLimit *int32
+	FilerBackoffLimit    *int32
+	FilerHTTPTimeout     string
+	StorageClassName     string
+	MaxQueue             time.Duration // 0: pods may wait to be scheduled forever
+	TaskTTL              *time.Duration
+	KeepFailedPVC        bool
+
+	FilerPodSecurityContext *corev1.PodSecurityContext // nil: none
+	FilerSecurityContext    *corev1.SecurityContext    // nil: none
+	FilerResources          corev1.ResourceRequirements
+
+	FTPUsername, FTPPassword string
+	FTPSecretName            string
+	FTPHosts                 string
+	NetrcSecretName          string
+
+	HostBasePath, ContainerBasePath, TransferPVCName string
+}
+
+// FilerImage is the image of the filer jobs.
+func (c Config) FilerImage() string { return c.FilerName + ":" + c.FilerVersion }
+
+// DefaultConfig is the configuration with nothing set.
+func DefaultConfig() Config {
+	return Config{
+		Namespace:               DefaultNamespace,
+		PodTimeout:              DefaultPodTimeout,
+		FilerName:               DefaultFilerName,
+		FilerVersion:            DefaultFilerVersion,
+		FilerHTTPTimeout:        DefaultFilerTimeout,
+		FilerPodSecurityContext: DefaultFilerPodSecurityContext(),
+		FilerSecurityContext:    DefaultFilerSecurityContext(),
+	}
+}
+
+// DefaultFilerPodSecurityContext is the filer pod's security context unless
+// FILER_POD_SECURITY_CONTEXT replaces it.
+func DefaultFilerPodSecurityContext() *corev1.PodSecurityContext {
+	uid := int64(defaultFilerUID)
+	yes := true
+	return &corev1.PodSecurityContext{
+		RunAsUser:      &uid,
+		RunAsGroup:     &uid,
+		FSGroup:        &uid,
+		RunAsNonRoot:   &yes,
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// DefaultFilerSecurityContext is the filer container's security context
+// unless FILER_SECURITY_CONTEXT replaces it.
+func DefaultFilerSecurityContext() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		ReadOnlyRootFilesystem:   &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// ConfigIssue is a setting that was malformed and ignored. Level is "error"
+// or "warn", as the reference logs them.
+type ConfigIssue struct {
+	Level, Name, Msg string
+}
+
+func (i ConfigIssue) String() string { return i.Name + ": " + i.Msg }
+
+// LoadEnv applies the environment variables of the reference to cfg, with
+// their validation rules: an empty value counts as unset, numbers may have
+// spaces around them, and a value out of range or malformed is reported and
+// leaves the default.
+func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
+	var issues []ConfigIssue
+	bad := func(level, name, format string, a ...any) {
+		issues = append(issues, ConfigIssue{Level: level, Name: name, Msg: fmt.Sprintf(format, a...)})
+	}
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	intIn := func(name string, lo int64) (int64, bool) {
+		v := get(name)
+		if v == "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > maxInt32 {
+			bad("error", name, "%q is not a whole number from %d to %d; ignored", v, lo, maxInt32)
+			return 0, false
+		}
+		return n, true
+	}
+
+	if n, ok := intIn("EXECUTOR_BACKOFF_LIMIT", 0); ok {
+		v := int32(n)
+		cfg.ExecutorBackoffLimit = &v
+	}
+	if n, ok := intIn("FILER_BACKOFF_LIMIT", 0); ok {
+		v := int32(n)
+		cfg.FilerBackoffLimit = &v
+	}
+	if v := get("FILER_HTTP_TIMEOUT"); v != "" {
+		if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds; using %s", v, DefaultFilerTimeout)
+		} else {
+			cfg.FilerHTTPTimeout = v
+		}
+	}
+	cfg.StorageClassName = get("STORAGE_CLASS_NAME")
+	if n, ok := intIn("TESK_MAX_QUEUE_SECONDS", 1); ok {
+		cfg.MaxQueue = time.Duration(n) * time.Second
+	}
+	if n, ok := intIn("TASK_TTL_SECONDS", 0); ok {
+		d := time.Duration(n) * time.Second
+		cfg.TaskTTL = &d
+	}
+	switch v := get("KEEP_FAILED_PVC"); strings.ToLower(v) {
+	case "true":
+		cfg.KeepFailedPVC = true
+	case "", "false":
+		cfg.KeepFailedPVC = false
+	default:
+		bad("warn", "KEEP_FAILED_PVC", "%q is neither true nor false; failed tasks' PVCs are deleted", v)
+	}
+	if v := get("FILER_POD_SECURITY_CONTEXT"); v != "" {
+		var sc corev1.PodSecurityContext
+		if err := strictObject(v, &sc); err != nil {
+			bad("error", "FILER_POD_SECURITY_CONTEXT", "%v; keeping the default", err)
+		} else if v == "{}" || isZero(sc) {
+			cfg.FilerPodSecurityContext = nil
+		} else {
+			cfg.FilerPodSecurityContext = &sc
+		}
+	}
+	if v := get("FILER_SECURITY_CONTEXT"); v != "" {
+		var sc corev1.SecurityContext
+		if err := strictObject(v, &sc); err != nil {
+			bad("error", "FILER_SECURITY_CONTEXT", "%v; keeping the default", err)
+		} else if isZero(sc) {
+			cfg.FilerSecurityContext = nil
+		} else {
+			cfg.FilerSecurityContext = &sc
+		}
+	}
+	if v := get("FILER_RESOURCES"); v != "" {
+		var rr corev1.ResourceRequirements
+		if err := strictObject(v, &rr); err != nil {
+			bad("error", "FILER_RESOURCES", "%v; setting none", err)
+		} else {
+			cfg.FilerResources = rr
+		}
+	}
+	cfg.FTPUsername = getenv("TESK_FTP_USERNAME")
+	cfg.FTPPassword = getenv("TESK_FTP_PASSWORD")
+	cfg.FTPSecretName = get("TESK_FTP_SECRET_NAME")
+	cfg.FTPHosts = get("TESK_FTP_HOSTS")
+	cfg.NetrcSecretName = get("NETRC_SECRET_NAME")
+	cfg.HostBasePath = get("HOST_BASE_PATH")
+	cfg.ContainerBasePath = get("CONTAINER_BASE_PATH")
+	cfg.TransferPVCName = get("TRANSFER_PVC_NAME")
+	if cfg.FTPSecretName == "" && (cfg.FTPUsername != "" || cfg.FTPPassword != "") {
+		bad("warn", "TESK_FTP_USERNAME", "FTP credentials are passed to the filer as values in its job; set TESK_FTP_SECRET_NAME to reference a secret instead")
+	}
+	return cfg, issues
+}
+
+// ParsePodTimeout reads --pod-timeout / POD_TIMEOUT: seconds, more than 0.
+func ParsePodTimeout(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n <= 0 || n > maxInt32 || math.IsNaN(n) {
+		return 0, fmt.Errorf("pod timeout %q is not a number of seconds from 0 to %d", v, maxInt32)
+	}
+	return time.Duration(n * float64(time.Second)), nil
+}
+
+// strictObject decodes a JSON object into a Kubernetes type, refusing
+// anything else, unknown fields and fields of the wrong type.
+func strictObject(v string, into any) error {
+	if !strings.HasPrefix(v, "{") {
+		return fmt.Errorf("%q is not a JSON object", v)
+	}
+	strict, err := sigsjson.UnmarshalStrict([]byte(v), into, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return fmt.Errorf("not a valid JSON object of this type: %v", err)
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("does not fit the Kubernetes type: %v", strict[0])
+	}
+	return nil
+}
+
+func isZero(v any) bool {
+	b, _ := json.Marshal(v)
+	return bytes.Equal(b, []byte("{}"))
+}

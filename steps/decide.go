@@ -1,0 +1,465 @@
+package steps
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// TES task states (TES 1.1 tesState).
+const (
+	StateQueued        = "QUEUED"
+	StateInitializing  = "INITIALIZING"
+	StateRunning       = "RUNNING"
+	StateComplete      = "COMPLETE"
+	StateExecutorError = "EXECUTOR_ERROR"
+	StateSystemError   = "SYSTEM_ERROR"
+	StateCanceling     = "CANCELING"
+	StateCanceled      = "CANCELED"
+)
+
+// Observed is what a step sees of a task on the cluster.
+type Observed struct {
+	// Event is the id of the event being handled; empty for a sweep.
+	Event string
+	// Anchor is the task's anchor: its name is the task's, its labels and
+	// annotations hold the cancel label, the progress and the final state.
+	Anchor metav1.ObjectMeta
+	// Spec is the decoded task; needed only at submission (when the anchor
+	// has no progress yet), else nil.
+	Spec *taskspec.Task
+	// Jobs are the task's jobs, by part (inputs-filer, ex-00, ...).
+	Jobs map[string]*batchv1.Job
+	// Pods are the task's pods; nil when they were not read.
+	Pods []*corev1.Pod
+}
+
+// ActionKind is what an action does.
+type ActionKind string
+
+const (
+	CreatePVC ActionKind = "create-pvc"
+	CreateJob ActionKind = "create-job"
+	// FailJob sets the job's activeDeadlineSeconds to 1, so that Kubernetes
+	// deletes its pods and marks it Failed; if the API rejects that, the job
+	// is deleted instead (recorded first) and the task stops.
+	FailJob ActionKind = "fail-job"
+	// DeleteJob deletes a job (foreground, so that it is gone only once its
+	// pods are).
+	DeleteJob ActionKind = "delete-job"
+	DeletePVC ActionKind = "delete-pvc"
+	// ReleasePVC removes the anchor's ownership of the PVC that
+	// KEEP_FAILED_PVC keeps, so that deleting the task keeps it.
+	ReleasePVC ActionKind = "release-pvc"
+	// RecordOutputFileLogs reads the outputs filer's log and stores the
+	// uploaded files as the job's output-file-logs annotation.
+	RecordOutputFileLogs ActionKind = "record-output-file-logs"
+	// DeleteTask deletes the anchor, and with it everything it owns.
+	DeleteTask ActionKind = "delete-task"
+)
+
+// Action is one write.
+type Action struct {
+	Kind   ActionKind `json:"kind"`
+	Part   string     `json:"part,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// Note is a line for the log.
+type Note struct {
+	Level string // "info", "warn" or "error"
+	Msg   string
+}
+
+// Final is the state a task ended in, written on its anchor last.
+type Final struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Plan is a step's decision.
+type Plan struct {
+	// Progress, when set, is written on the anchor before any action.
+	Progress *Progress
+	Actions  []Action
+	// Final, when set, is written on the anchor after the actions.
+	Final *Final
+	// State is the task's TES state once the plan is applied.
+	State string
+	Notes []Note
+	// NeedsPods is set when the decision would look at pods it was not given.
+	NeedsPods bool
+}
+
+func (p *Plan) note(level, format string, a ...any) {
+	p.Notes = append(p.Notes, Note{Level: level, Msg: fmt.Sprintf(format, a...)})
+}
+
+// Decide is the taskmaster's behaviour as one pure function: given what is on
+// the cluster, the configuration and the time, what to do next. It is
+// level-triggered: the same observation gives the same plan, whichever event
+// asked, so duplicate, late and reordered events are harmless.
+func Decide(obs Observed, cfg Config, now time.Time) Plan {
+	var plan Plan
+	task := obs.Anchor.Name
+
+	if state := obs.Anchor.Annotations[AnnotationState]; state != "" {
+		plan.State = state
+		if cfg.TaskTTL != nil {
+			if ended, err := time.Parse(time.RFC3339, obs.Anchor.Annotations[AnnotationEnded]); err == nil && !now.Before(ended.Add(*cfg.TaskTTL)) {
+				plan.Actions = append(plan.Actions, Action{Kind: DeleteTask, Reason: fmt.Sprintf("ended %s ago, TASK_TTL_SECONDS is %d", now.Sub(ended).Truncate(time.Second), int64(cfg.TaskTTL.Seconds()))})
+			}
+		}
+		return plan
+	}
+
+	prog, err := ParseProgress(obs.Anchor.Annotations[AnnotationProgress])
+	if err != nil {
+		plan.note("error", "%v", err)
+		return stop(plan, prog, cfg, StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
+	}
+
+	if obs.Anchor.Labels[LabelStatus] == StatusCancelled {
+		return cancel(plan, prog, obs, cfg)
+	}
+
+	if prog.Parts == nil {
+		if obs.Spec == nil {
+			plan.State = StateQueued
+			return plan
+		}
+		if err := obs.Spec.Refusal(); err != nil {
+			plan.note("error", "%v", err)
+			plan.Final = &Final{State: StateSystemError, Reason: err.Error()}
+			plan.State = StateSystemError
+			return plan
+		}
+		prog.Parts = Parts(obs.Spec)
+		plan.Progress = &prog
+	}
+
+	var toStart []string
+	state := StateQueued
+	for _, part := range prog.Parts {
+		if !prog.IsStarted(part) {
+			toStart = append(toStart, part)
+			if part == PartPVC {
+				continue // the PVC and the first job start together
+			}
+			break
+		}
+		if part == PartPVC {
+			if prog.inLastBatch(part, obs.Event) {
+				plan.Actions = append(plan.Actions, Action{Kind: CreatePVC, Part: part})
+			}
+			continue
+		}
+		state = phaseOf(part)
+		job := obs.Jobs[part]
+		if job == nil || isGone(job) {
+			if reason, ok := prog.EndedReason(part); ok {
+				return stop(plan, prog, cfg, StateSystemError, reason)
+			}
+			if job == nil && prog.inLastBatch(part, obs.Event) {
+				// A redelivery of the event that recorded the part: its
+				// first attempt may have stopped before it created it.
+				plan.Actions = append(plan.Actions, Action{Kind: CreateJob, Part: part})
+				plan.State = state
+				return plan
+			}
+			if job == nil && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
+				// Recorded moments ago by another event, which may still
+				// be creating it.
+				plan.State = state
+				return plan
+			}
+			msg := fmt.Sprintf("%s was deleted while it ran", capitalize(describe(task, part)))
+			plan.note("error", "%s", msg)
+			return stop(plan, prog, cfg, StateSystemError, msg)
+		}
+		switch StatusOf(job) {
+		case JobComplete:
+			continue
+		case JobFailed:
+			if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) {
+				if IsMarkedFailed(job) {
+					plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
+					continue
+				}
+				if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
+					msg := fmt.Sprintf("Executor job '%s' failed (ignore-error) but Kubernetes didn't mark it Failed within %s", job.Name, secs(cfg.PodTimeout))
+					plan.note("error", "%s", msg)
+					return stop(plan, prog, cfg, StateSystemError, msg)
+				}
+				plan.State = state
+				return plan // its pods are still ending
+			}
+			msg := fmt.Sprintf("Job '%s' failed%s", job.Name, failureDetail(job))
+			plan.note("info", "%s", msg)
+			return stop(plan, prog, cfg, failedState(part), msg)
+		default:
+			if EndedByService(job) {
+				if at, ok := failedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
+					msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[AnnotationFailed], secs(cfg.PodTimeout))
+					plan.note("error", "%s", msg)
+					return stop(plan, prog, cfg, failedState(part), msg)
+				}
+				plan.State = state
+				return plan
+			}
+			if obs.Pods == nil {
+				plan.NeedsPods = true
+				plan.State = state
+				return plan
+			}
+			return checkPods(plan, prog, obs, cfg, now, part, job, state)
+		}
+	}
+
+	if len(toStart) > 0 {
+		next := prog.withStarted(obs.Event, now, toStart...)
+		plan.Progress = &next
+		for _, part := range toStart {
+			kind := CreateJob
+			if part == PartPVC {
+				kind = CreatePVC
+			}
+			plan.Actions = append(plan.Actions, Action{Kind: kind, Part: part})
+		}
+		plan.State = phaseOf(toStart[len(toStart)-1])
+		return plan
+	}
+
+	// Every part completed.
+	if slices.Contains(prog.Parts, PartOutputsFiler) {
+		if j := obs.Jobs[PartOutputsFiler]; j != nil && j.Annotations[AnnotationOutputFileLogs] == "" {
+			plan.Actions = append(plan.Actions, Action{Kind: RecordOutputFileLogs, Part: PartOutputsFiler})
+		}
+	}
+	if prog.IsStarted(PartPVC) {
+		plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: PartPVC})
+	}
+	plan.Final = &Final{State: StateComplete}
+	plan.State = StateComplete
+	return plan
+}
+
+// checkPods fails a running job whose pods cannot start within the pod
+// timeout, and ends a task whose pod was not scheduled within
+// TESK_MAX_QUEUE_SECONDS.
+func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, part string, job *batchv1.Job, state string) Plan {
+	pods := podsOfJob(obs.Pods, job.Name)
+	queued := false
+	for _, pod := range pods {
+		if pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if reason, message := cannotStart(pod); reason != "" {
+			since := pod.CreationTimestamp.Time
+			if pod.Status.StartTime != nil {
+				since = pod.Status.StartTime.Time
+			}
+			if now.Sub(since) >= cfg.PodTimeout {
+				msg := fmt.Sprintf("Pod '%s' of job '%s' couldn't start within %s: %s", pod.Name, job.Name, secs(cfg.PodTimeout), joinReason(reason, message))
+				plan.note("error", "%s", msg)
+				plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: msg})
+				plan.State = state
+				return plan
+			}
+			continue
+		}
+		if message, ok := unschedulable(pod); ok {
+			queued = true
+			if cfg.MaxQueue > 0 && now.Sub(pod.CreationTimestamp.Time) >= cfg.MaxQueue {
+				msg := fmt.Sprintf("Pod '%s' of job '%s' wasn't scheduled within %s: %s", pod.Name, job.Name, secs(cfg.MaxQueue), message)
+				plan.note("error", "%s", msg)
+				if IsFilerPart(part) || ranBefore(job, pods) {
+					plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: msg})
+					plan.State = state
+					return plan
+				}
+				next := prog.withEnded(part, msg)
+				plan.Progress = &next
+				plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: msg})
+				return stop(plan, next, cfg, StateSystemError, msg)
+			}
+		}
+	}
+	if queued && state == StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
+		state = StateQueued
+	}
+	plan.State = state
+	return plan
+}
+
+// cancel stops a cancelled task: no further job, the running jobs deleted,
+// the jobs that ended kept; CANCELED once the deleted jobs are gone.
+func cancel(plan Plan, prog Progress, obs Observed, cfg Config) Plan {
+	going := false
+	for _, part := range sortedParts(obs.Jobs) {
+		job := obs.Jobs[part]
+		if isGone(job) {
+			going = true
+			continue
+		}
+		if StatusOf(job) == JobRunning {
+			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: "task cancelled"})
+			going = true
+		}
+	}
+	if going {
+		plan.State = StateCanceling
+		return plan
+	}
+	return stop(plan, prog, cfg, StateCanceled, "Task cancelled")
+}
+
+// stop ends the task: its PVC deleted (kept and released from the task with
+// KEEP_FAILED_PVC), the final state written last.
+func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
+	if prog.IsStarted(PartPVC) {
+		if cfg.KeepFailedPVC {
+			plan.Actions = append(plan.Actions, Action{Kind: ReleasePVC, Part: PartPVC})
+		} else {
+			plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: PartPVC})
+		}
+	}
+	plan.Final = &Final{State: state, Reason: reason}
+	plan.State = state
+	return plan
+}
+
+// phaseOf is the TES state while a part runs.
+func phaseOf(part string) string {
+	if part == PartPVC || part == PartInputsFiler {
+		return StateInitializing
+	}
+	return StateRunning
+}
+
+// failedState is the TES state of a task stopped by a failed part: an
+// executor's failure is the executor's error, a filer's the system's.
+func failedState(part string) string {
+	if _, ok := ExecutorIndex(part); ok {
+		return StateExecutorError
+	}
+	return StateSystemError
+}
+
+// Waiting reasons of a container that cannot start.
+var cannotStartReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "CreateContainerConfigError": true,
+}
+
+func cannotStart(pod *corev1.Pod) (reason, message string) {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
+				return w.Reason, w.Message
+			}
+		}
+	}
+	return "", ""
+}
+
+// StuckReason tells whether a pending pod cannot start (its image cannot be
+// pulled, or its configuration is broken, for an init container too), or is
+// not scheduled, with the waiting reason or the scheduler's message.
+func StuckReason(pod *corev1.Pod) (reason, message string, stuck bool) {
+	if pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
+		return "", "", false
+	}
+	if reason, message := cannotStart(pod); reason != "" {
+		return reason, message, true
+	}
+	if message, ok := unschedulable(pod); ok {
+		return corev1.PodReasonUnschedulable, message, true
+	}
+	return "", "", false
+}
+
+func unschedulable(pod *corev1.Pod) (string, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message, true
+		}
+	}
+	return "", false
+}
+
+// ranBefore reports whether a pod of the job ran or failed before.
+func ranBefore(job *batchv1.Job, pods []*corev1.Pod) bool {
+	if job.Status.Failed > 0 || job.Status.Succeeded > 0 {
+		return true
+	}
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodPending {
+			return true
+		}
+	}
+	return false
+}
+
+func anyRunning(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// podsOfJob returns the pods the Job controller created for the job.
+func podsOfJob(pods []*corev1.Pod, job string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.Labels[batchv1.JobNameLabel] == job || p.Labels["job-name"] == job {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func failureDetail(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) {
+			return ": " + joinReason(c.Reason, c.Message)
+		}
+	}
+	return ""
+}
+
+func joinReason(reason, message string) string {
+	switch {
+	case message == "":
+		return reason
+	case reason == "":
+		return message
+	}
+	return reason + ": " + message
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%d s", int64(d.Round(time.Second).Seconds())) }
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func sortedParts(jobs map[string]*batchv1.Job) []string {
+	parts := make([]string, 0, len(jobs))
+	for p := range jobs {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	return parts
+}

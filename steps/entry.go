@@ -1,0 +1,75 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// Submit starts a task. With input (the task JSON), it creates the task's
+// anchor ConfigMap from it, as the TESK API would; without, it reads the
+// task from the ConfigMap the TESK API created. A duplicate submission
+// changes nothing: the anchor on the cluster is the task.
+func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMessage, event string) (Result, error) {
+	var spec *taskspec.Task
+	if len(input) > 0 {
+		var err error
+		if spec, err = taskspec.Decode(input); err != nil {
+			return Result{Task: task, Namespace: ns}, &BadInputError{Err: err}
+		}
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: task, Namespace: ns, Labels: map[string]string{LabelTask: task}},
+			BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskspec.Gzip(input)},
+		}
+		err = r.call(ctx, func(ctx context.Context) error {
+			_, err := r.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			spec = nil // the task on the cluster wins over the event's copy
+		case err != nil:
+			return Result{Task: task, Namespace: ns}, err
+		}
+	}
+	res, err := r.Reconcile(ctx, ns, task, Options{Event: event, Spec: spec})
+	if err == ErrUnknownTask {
+		err = &BadInputError{Err: fmt.Errorf("task %s/%s: no ConfigMap %q holds its JSON, and the event has no input", ns, task, task)}
+	}
+	return res, err
+}
+
+// Cancel cancels a task: it labels the anchor task-status: Cancelled, as the
+// TESK API labels a task it cancels, and takes the step that follows. A task
+// that already ended stays as it is.
+func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, error) {
+	res := Result{Task: task, Namespace: ns}
+	anchor, err := r.getAnchor(ctx, ns, task)
+	if err != nil {
+		return res, err
+	}
+	if state := anchor.Annotations[AnnotationState]; state != "" {
+		res.State = state
+		res.Message = fmt.Sprintf("the task already ended (%s); nothing to cancel", state)
+		return res, nil
+	}
+	if anchor.Labels[LabelStatus] != StatusCancelled {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelStatus: StatusCancelled}}})
+		err := r.call(ctx, func(ctx context.Context) error {
+			_, err := r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, task, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		r.log(ctx).Infow("Task cancelled", "task", task)
+	}
+	return r.Reconcile(ctx, ns, task, Options{Event: event})
+}

@@ -1,0 +1,107 @@
+package steps
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Progress is the task's record on its anchor. A part is added to Started
+// before it is created, so that a job someone deleted is never created again;
+// a part the service ends itself (a job it deletes, or one the API server
+// refused to create) is added to Ended, with why, before it acts.
+// Parts is the task's whole sequence, written at submission, so that a sweep
+// can decide without decoding the task.
+type Progress struct {
+	Parts   []string      `json:"parts"`
+	Started []string      `json:"started,omitempty"`
+	Last    *Batch        `json:"last,omitempty"`
+	Ended   []EndedRecord `json:"ended,omitempty"`
+}
+
+// Batch says which event recorded the last parts started, and when: a
+// redelivery of that event may create them again, as its first attempt may
+// have stopped before it created them.
+type Batch struct {
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+	Parts []string  `json:"parts"`
+}
+
+// EndedRecord is a part the service ended itself, and why.
+type EndedRecord struct {
+	Part   string `json:"part"`
+	Reason string `json:"reason"`
+}
+
+// ParseProgress reads the anchor's annotation; an absent one is an empty
+// record.
+func ParseProgress(s string) (Progress, error) {
+	var p Progress
+	if s == "" {
+		return p, nil
+	}
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return p, fmt.Errorf("annotation %s: %w", AnnotationProgress, err)
+	}
+	return p, nil
+}
+
+// String is the annotation's value.
+func (p Progress) String() string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// IsStarted reports whether a part was recorded as started.
+func (p Progress) IsStarted(part string) bool { return slices.Contains(p.Started, part) }
+
+// EndedReason returns why the service ended a part, if it did.
+func (p Progress) EndedReason(part string) (string, bool) {
+	for _, d := range p.Ended {
+		if d.Part == part {
+			return d.Reason, true
+		}
+	}
+	return "", false
+}
+
+// inLastBatch reports whether the part was recorded by the given event.
+func (p Progress) inLastBatch(part, event string) bool {
+	return p.Last != nil && event != "" && p.Last.Event == event && slices.Contains(p.Last.Parts, part)
+}
+
+// withStarted returns the record with parts started by an event.
+func (p Progress) withStarted(event string, now time.Time, parts ...string) Progress {
+	q := p.clone()
+	for _, part := range parts {
+		if !q.IsStarted(part) {
+			q.Started = append(q.Started, part)
+		}
+	}
+	q.Last = &Batch{Event: event, At: now.UTC().Truncate(time.Second), Parts: slices.Clone(parts)}
+	return q
+}
+
+// withEnded returns the record with a part the service ends.
+func (p Progress) withEnded(part, reason string) Progress {
+	q := p.clone()
+	if _, ok := q.EndedReason(part); !ok {
+		q.Ended = append(q.Ended, EndedRecord{Part: part, Reason: reason})
+	}
+	return q
+}
+
+func (p Progress) clone() Progress {
+	q := p
+	q.Parts = slices.Clone(p.Parts)
+	q.Started = slices.Clone(p.Started)
+	q.Ended = slices.Clone(p.Ended)
+	if p.Last != nil {
+		l := *p.Last
+		l.Parts = slices.Clone(p.Last.Parts)
+		q.Last = &l
+	}
+	return q
+}

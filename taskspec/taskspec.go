@@ -1,0 +1,350 @@
+// Package taskspec is the task as the TESK API hands it to the taskmaster: the
+// executors already converted to Kubernetes Job specs, and the task's inputs,
+// outputs, volumes and resources. The handler and the filer both read it.
+package taskspec
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// File types of inputs and outputs (TES tesFileType).
+const (
+	TypeFile      = "FILE"
+	TypeDirectory = "DIRECTORY"
+)
+
+// FilerTaskDir is where the filer mounts the task volume: the executor path
+// /data/x is FilerTaskDir+"/data/x" in the filer.
+const FilerTaskDir = "/tesk/task"
+
+// ConfigMapKey is the key of the gzipped task JSON in the task's ConfigMap, as
+// the TESK API writes it.
+const ConfigMapKey = "JSON_INPUT.gz"
+
+// MaxSize bounds the task JSON, compressed or not: a ConfigMap holds at most
+// 1 MiB, and nothing larger can be a task.
+const MaxSize = 1 << 20
+
+// Task is the taskmaster's input.
+type Task struct {
+	Executors []batchv1.Job `json:"executors"`
+	Inputs    []Input       `json:"inputs,omitempty"`
+	Outputs   []Output      `json:"outputs,omitempty"`
+	Volumes   []string      `json:"volumes,omitempty"`
+	Resources Resources     `json:"resources,omitempty"`
+}
+
+// Input is a file or directory to put on the task volume before the executors
+// run: downloaded from URL, or written from Content.
+type Input struct {
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	URL         string `json:"url,omitempty"`
+	Path        string `json:"path"`
+	Type        string `json:"type,omitempty"`
+	Content     string `json:"content,omitempty"`
+	Streamable  bool   `json:"streamable,omitempty"`
+}
+
+// Output is a file, directory or wildcard pattern to upload after the
+// executors ran.
+type Output struct {
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	URL         string `json:"url"`
+	Path        string `json:"path"`
+	PathPrefix  string `json:"path_prefix,omitempty"`
+	Type        string `json:"type,omitempty"`
+}
+
+// Resources of the task (TES tesResources); DiskGB sizes the task's PVC.
+type Resources struct {
+	CPUCores                float64           `json:"cpu_cores,omitempty"`
+	Preemptible             bool              `json:"preemptible,omitempty"`
+	RAMGB                   float64           `json:"ram_gb,omitempty"`
+	DiskGB                  float64           `json:"disk_gb,omitempty"`
+	Zones                   []string          `json:"zones,omitempty"`
+	BackendParameters       map[string]string `json:"backend_parameters,omitempty"`
+	BackendParametersStrict bool              `json:"backend_parameters_strict,omitempty"`
+}
+
+// SchemaError says why a task JSON can never be run: it does not parse, or it
+// does not fit the taskmaster's schema.
+type SchemaError struct{ Msg string }
+
+func (e *SchemaError) Error() string { return "invalid task: " + e.Msg }
+
+func schemaErr(format string, a ...any) error { return &SchemaError{Msg: fmt.Sprintf(format, a...)} }
+
+// Decode parses and validates a task JSON. Unknown fields of the task, its
+// inputs and outputs are errors (they are typos: nothing would read them);
+// fields of the executors' Job specs are checked by type only, as the API
+// server validates the rest when the job is created.
+func Decode(data []byte) (*Task, error) {
+	if len(data) > MaxSize {
+		return nil, schemaErr("task JSON is %d bytes, more than %d", len(data), MaxSize)
+	}
+	var t Task
+	strict, err := sigsjson.UnmarshalStrict(data, &t, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, schemaErr("%v", err)
+	}
+	for _, e := range strict {
+		if !strings.Contains(e.Error(), "executors[") {
+			return nil, schemaErr("%v", e)
+		}
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// DecodeGzip parses a gzipped task JSON, as stored in the task's ConfigMap.
+func DecodeGzip(data []byte) (*Task, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, schemaErr("%s is not gzip: %v", ConfigMapKey, err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, MaxSize+1))
+	if err != nil {
+		return nil, schemaErr("%s: %v", ConfigMapKey, err)
+	}
+	return Decode(raw)
+}
+
+// Gzip compresses a task JSON as the TESK API stores it.
+func Gzip(raw []byte) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	return b.Bytes()
+}
+
+// Validate checks what every step relies on.
+func (t *Task) Validate() error {
+	if len(t.Executors) == 0 {
+		return schemaErr("no executors")
+	}
+	for i, ex := range t.Executors {
+		if len(ex.Spec.Template.Spec.Containers) == 0 {
+			return schemaErr("executors[%d]: no containers", i)
+		}
+		for j, c := range ex.Spec.Template.Spec.Containers {
+			if c.Image == "" {
+				return schemaErr("executors[%d].containers[%d]: no image", i, j)
+			}
+		}
+	}
+	for i, in := range t.Inputs {
+		if err := checkPath(in.Path); err != nil {
+			return schemaErr("inputs[%d].path: %v", i, err)
+		}
+		if err := checkType(in.Type); err != nil {
+			return schemaErr("inputs[%d].type: %v", i, err)
+		}
+		if in.URL == "" && in.Content == "" && in.Type != TypeDirectory {
+			return schemaErr("inputs[%d]: neither url nor content", i)
+		}
+		if in.Content != "" && in.Type == TypeDirectory {
+			return schemaErr("inputs[%d]: content for a DIRECTORY", i)
+		}
+		if in.Type == TypeDirectory && in.URL == "" {
+			return schemaErr("inputs[%d]: a DIRECTORY input needs a url", i)
+		}
+	}
+	for i, out := range t.Outputs {
+		if err := checkPath(out.Path); err != nil {
+			return schemaErr("outputs[%d].path: %v", i, err)
+		}
+		if err := checkType(out.Type); err != nil {
+			return schemaErr("outputs[%d].type: %v", i, err)
+		}
+		if out.URL == "" {
+			return schemaErr("outputs[%d]: no url", i)
+		}
+		if out.PathPrefix != "" && !path.IsAbs(out.PathPrefix) {
+			return schemaErr("outputs[%d].path_prefix: %q is not absolute", i, out.PathPrefix)
+		}
+	}
+	for i, v := range t.Volumes {
+		if err := checkPath(v); err != nil {
+			return schemaErr("volumes[%d]: %v", i, err)
+		}
+	}
+	if t.Resources.DiskGB < 0 {
+		return schemaErr("resources.disk_gb is negative")
+	}
+	return nil
+}
+
+func checkType(t string) error {
+	switch t {
+	case "", TypeFile, TypeDirectory:
+		return nil
+	}
+	return fmt.Errorf("%q is neither FILE nor DIRECTORY", t)
+}
+
+func checkPath(p string) error {
+	if p == "" {
+		return errors.New("empty")
+	}
+	if !path.IsAbs(p) {
+		return fmt.Errorf("%q is not absolute", p)
+	}
+	if c := path.Clean(p); c != p && c+"/" != p {
+		return fmt.Errorf("%q is not a clean path (no '.', '..' or '//')", p)
+	}
+	if path.Clean(p) == "/" {
+		return fmt.Errorf("%q is the root", p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return errors.New("contains NUL")
+	}
+	return nil
+}
+
+// HasWildcard reports whether a path has glob characters (TES 1.1 wildcards).
+func HasWildcard(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// Refusal says why a task that parses cannot run: the taskmaster stops with
+// this error before it creates the PVC or any job.
+func (t *Task) Refusal() error {
+	for i, out := range t.Outputs {
+		if !HasWildcard(out.Path) {
+			continue
+		}
+		first := strings.SplitN(strings.TrimPrefix(out.Path, "/"), "/", 2)[0]
+		if HasWildcard(first) {
+			return fmt.Errorf("outputs[%d].path %q has a wildcard in its first component: it would need a mount at /", i, out.Path)
+		}
+		if out.PathPrefix == "" {
+			return fmt.Errorf("outputs[%d].path %q has wildcards but no path_prefix", i, out.Path)
+		}
+		if !within(out.PathPrefix, out.Path) {
+			return fmt.Errorf("outputs[%d].path_prefix %q is not a prefix of its path %q", i, out.PathPrefix, out.Path)
+		}
+		if _, err := path.Match(out.Path, out.Path); err != nil {
+			return fmt.Errorf("outputs[%d].path %q is not a valid pattern: %v", i, out.Path, err)
+		}
+	}
+	return nil
+}
+
+// NeedsVolume reports whether the task needs a PVC: it has inputs, outputs or
+// volumes.
+func (t *Task) NeedsVolume() bool {
+	return len(t.Inputs) > 0 || len(t.Outputs) > 0 || len(t.Volumes) > 0
+}
+
+// MountDirs returns the directories of the task volume that the executors
+// mount, each at its own path: every volume, the directory of every input and
+// output, and for a wildcard output the pattern's deepest directory without
+// wildcards. Sorted, without duplicates.
+func (t *Task) MountDirs() []string {
+	seen := map[string]bool{}
+	var dirs []string
+	add := func(d string) {
+		d = path.Clean(d)
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, v := range t.Volumes {
+		add(v)
+	}
+	for _, in := range t.Inputs {
+		add(path.Dir(path.Clean(in.Path)))
+	}
+	for _, out := range t.Outputs {
+		add(out.MountDir())
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+// MountDir is the directory of the output that is mounted in the executors.
+func (o Output) MountDir() string {
+	p := path.Clean(o.Path)
+	if !HasWildcard(p) {
+		return path.Dir(p)
+	}
+	return StaticDir(p)
+}
+
+// StaticDir is the deepest directory of a pattern without wildcards
+// (/data for /data/*/out.txt).
+func StaticDir(pattern string) string {
+	parts := strings.Split(strings.TrimPrefix(path.Clean(pattern), "/"), "/")
+	var keep []string
+	for _, p := range parts[:len(parts)-1] {
+		if HasWildcard(p) {
+			break
+		}
+		keep = append(keep, p)
+	}
+	return "/" + strings.Join(keep, "/")
+}
+
+// FilerPath is where the filer finds an executor path on the task volume.
+func FilerPath(execPath string) string {
+	return FilerTaskDir + path.Clean("/"+execPath)
+}
+
+// URLFor derives the URL a file at execPath (a path in the executors) is
+// uploaded to for this output, as the outputs filer does: the output's URL for
+// a FILE; the URL plus the path below the directory for a DIRECTORY; the URL
+// plus the path pruned of path_prefix for a wildcard pattern (TES 1.1). It
+// reports false when the file does not belong to the output.
+func (o Output) URLFor(execPath string) (string, bool) {
+	p := path.Clean(execPath)
+	op := path.Clean(o.Path)
+	switch {
+	case HasWildcard(op):
+		if ok, _ := path.Match(op, p); !ok || !within(o.PathPrefix, p) {
+			return "", false
+		}
+		return joinURL(o.URL, strings.TrimPrefix(p, strings.TrimSuffix(o.PathPrefix, "/"))), true
+	case o.Type == TypeDirectory:
+		if p == op {
+			return o.URL, true
+		}
+		if !strings.HasPrefix(p, op+"/") {
+			return "", false
+		}
+		return joinURL(o.URL, strings.TrimPrefix(p, op)), true
+	default:
+		if p != op {
+			return "", false
+		}
+		return o.URL, true
+	}
+}
+
+// within reports whether p is dir or below it.
+func within(dir, p string) bool {
+	dir = path.Clean(dir)
+	p = path.Clean(p)
+	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func joinURL(base, rel string) string {
+	rel = strings.TrimPrefix(rel, "/")
+	if rel == "" {
+		return base
+	}
+	return strings.TrimSuffix(base, "/") + "/" + rel
+}
