@@ -71,7 +71,7 @@ func classifyAPIServer(ev *cloudevents.Event, namespace string) (Step, error) {
 
 func classifyJob(ev *cloudevents.Event, r ref, verb string, resource bool, namespace string) (Step, error) {
 	task, _, ok := steps.SplitJobName(r.Name)
-	step := Step{Kind: KindReconcile, Namespace: namespace, Job: r.Name}
+	step := Step{Kind: KindReconcile, Namespace: namespace, Job: r.Name, Deleted: verb == "delete"}
 	if resource {
 		var job batchv1.Job
 		if err := json.Unmarshal(ev.Data(), &job); err != nil {

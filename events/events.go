@@ -63,6 +63,8 @@ type Step struct {
 	Reason    string          `json:"reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
 	Input     json.RawMessage `json:"-"`
+	// Deleted is set for the deletion of Job: it existed.
+	Deleted bool `json:"deleted,omitempty"`
 	// Why says why an event is ignored.
 	Why string `json:"why,omitempty"`
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
@@ -26,6 +28,24 @@ type Server struct {
 	Log       *zap.SugaredLogger
 
 	draining atomic.Bool
+}
+
+// New builds the server for a namespace from a client configuration.
+func New(rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*Server, error) {
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		Runner:    &steps.Runner{Client: client, Config: cfg, Log: log},
+		Metadata:  md,
+		Namespace: cfg.Namespace,
+		Log:       log,
+	}, nil
 }
 
 // ErrorBody is the JSON of every error answer.
@@ -94,7 +114,11 @@ func (s *Server) event(c echo.Context) error {
 		if step.Reason != "" {
 			log.Debugw("Pod reported stuck", "pod", step.Pod, "reason", step.Reason, "message", step.Message)
 		}
-		res, err = s.Runner.Reconcile(ctx, step.Namespace, step.Task, steps.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods})
+		opts := steps.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods}
+		if step.Deleted {
+			opts.GoneJob = step.Job
+		}
+		res, err = s.Runner.Reconcile(ctx, step.Namespace, step.Task, opts)
 		if errors.Is(err, steps.ErrUnknownTask) {
 			// A late event of a task that was deleted: nothing to do.
 			return c.JSON(http.StatusOK, map[string]string{"ignored": "unknown task " + step.Task})

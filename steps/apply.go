@@ -124,6 +124,8 @@ type Options struct {
 	Pods bool
 	// Spec is the task decoded from the event (at submission).
 	Spec *taskspec.Task
+	// GoneJob is a job the event reported deleted.
+	GoneJob string
 }
 
 // Reconcile reads the task, decides its next step and applies it.
@@ -168,6 +170,9 @@ func (r *Runner) getAnchor(ctx context.Context, ns, task string) (*corev1.Config
 // started (or it was cancelled), its pods when asked for.
 func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options) (Observed, error) {
 	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec}
+	if t, part, ok := SplitJobName(opts.GoneJob); ok && t == anchor.Name {
+		obs.Gone = part
+	}
 	prog, _ := ParseProgress(anchor.Annotations[AnnotationProgress])
 	if anchor.Annotations[AnnotationState] != "" {
 		return obs, nil

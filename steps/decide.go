@@ -39,6 +39,9 @@ type Observed struct {
 	Jobs map[string]*batchv1.Job
 	// Pods are the task's pods; nil when they were not read.
 	Pods []*corev1.Pod
+	// Gone is a part whose deletion the event reported: it existed, so it is
+	// not one that another event recorded and is still creating.
+	Gone string
 }
 
 // ActionKind is what an action does.
@@ -174,7 +177,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 				plan.State = state
 				return plan
 			}
-			if job == nil && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
+			if job == nil && obs.Gone != part && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
 				// Recorded moments ago by another event, which may still
 				// be creating it.
 				plan.State = state

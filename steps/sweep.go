@@ -94,7 +94,6 @@ func (r *Runner) Sweep(ctx context.Context, ns string, md metadata.Interface) (S
 		if plan.Progress == nil && len(plan.Actions) == 0 && plan.Final == nil {
 			continue
 		}
-		r.logNotes(ctx, meta.Name, plan.Notes)
 		// Something is due: take the task's step as an event would, from a
 		// fresh read, so that a write never rests on the list's snapshot.
 		step, err := r.Reconcile(ctx, ns, meta.Name, Options{Pods: true})

@@ -46,6 +46,15 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		pods = []*corev1.Pod{}
 	}
 	plan := Decide(Observed{Anchor: anchor, Jobs: jobs, Pods: pods}, cfg, now)
+	state := plan.State
+	if plan.Final != nil {
+		// The task is ending, but its last step (the PVC, the output file
+		// logs, the final state) is not written yet.
+		state = StateRunning
+		if plan.Final.State == StateCanceled {
+			state = StateCanceling
+		}
+	}
 	log := TaskLog{
 		Logs:      []ExecutorLog{},
 		Outputs:   []FileLog{},
@@ -76,7 +85,7 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 	}
 	return TesTask{
 		ID:           anchor.Name,
-		State:        plan.State,
+		State:        state,
 		CreationTime: rfc3339(anchor.CreationTimestamp.Time),
 		Logs:         []TaskLog{log},
 	}

@@ -17,8 +17,6 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"knative.dev/pkg/signals"
@@ -130,19 +128,9 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	srv, err := server.New(rc, cfg, log)
 	if err != nil {
 		return err
-	}
-	md, err := metadata.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	srv := &server.Server{
-		Runner:    &steps.Runner{Client: client, Config: cfg, Log: log},
-		Metadata:  md,
-		Namespace: cfg.Namespace,
-		Log:       log,
 	}
 	e := srv.Echo()
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))

@@ -1,0 +1,426 @@
+// Package e2e runs tasks end to end on a real local control plane (etcd,
+// kube-apiserver, the Job controller, the scheduler, kwok playing nodes and
+// pods), with the handler fed by the real Knative ApiServerSource adapter.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+)
+
+// shared is the cluster of every test of the package (see TestMain).
+var shared *cluster.Cluster
+
+func TestMain(m *testing.M) {
+	begin := time.Now()
+	c, err := cluster.Start(context.Background(), cluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start cluster:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("local cluster started in %.1fs\n", time.Since(begin).Seconds())
+	shared = c
+	code := m.Run()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop cluster:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// HandlerServiceAccount is the handler's ServiceAccount in config/knative.
+const HandlerServiceAccount = "tesk-handler"
+
+// repoRoot is the module's root, from the test's directory.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+var nsCounter atomic.Int64
+
+// env is one test's namespace, with the handler serving it under the Role of
+// config/knative and the ApiServerSource adapter feeding it.
+type env struct {
+	t      *testing.T
+	ns     string
+	url    string // the handler
+	srv    *server.Server
+	posted atomic.Int64
+}
+
+type envOptions struct {
+	// config changes the handler's configuration.
+	config func(*steps.Config)
+	// role changes the handler's Role before it is applied.
+	role func(map[string]any)
+	// noAdapter: events are posted by the test only.
+	noAdapter bool
+	// sink wraps the handler as the adapter's sink (e.g. to duplicate
+	// events).
+	sink func(handler http.Handler) http.Handler
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	ctx := context.Background()
+	name := fmt.Sprintf("e%d-%s", nsCounter.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
+	if len(name) > 50 {
+		name = strings.TrimRight(name[:50], "-")
+	}
+	_, err := shared.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	applyRole(t, name, o.role)
+	kubeconfig, err := shared.ServiceAccountKubeconfig(ctx, name, HandlerServiceAccount)
+	if err != nil {
+		t.Fatalf("service account kubeconfig: %v", err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.QPS, rc.Burst = 500, 1000
+
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = name
+	cfg.FilerName, cfg.FilerVersion = "tesk-filer", "test"
+	cfg.PodTimeout = 3 * time.Second
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).Sugar()
+	srv, err := server.New(rc, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = srv.Echo()
+	e := &env{t: t, ns: name, srv: srv}
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	e.url = hs.URL
+	if !o.noAdapter {
+		sink := hs.URL
+		if o.sink != nil {
+			ss := httptest.NewServer(o.sink(h))
+			t.Cleanup(ss.Close)
+			sink = ss.URL
+		}
+		a, err := shared.StartAdapter(ctx, cluster.AdapterOptions{
+			Name:      "tesk-events",
+			Namespace: name,
+			Sink:      sink,
+			Resources: []cluster.AdapterResource{
+				{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: steps.LabelTask},
+				{Version: "v1", Resource: "pods", LabelSelector: steps.LabelTask},
+				{Version: "v1", Resource: "configmaps", LabelSelector: steps.LabelTask},
+			},
+		})
+		if err != nil {
+			t.Fatalf("start adapter: %v", err)
+		}
+		t.Cleanup(func() { _ = a.Stop() })
+	}
+	return e
+}
+
+// applyRole applies the handler's ServiceAccount, Role and RoleBinding from
+// config/knative/rbac.yaml into the namespace.
+func applyRole(t *testing.T, ns string, change func(map[string]any)) {
+	t.Helper()
+	rbacPath := filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml")
+	if p := os.Getenv("E2E_RBAC_TMP"); p != "" {
+		rbacPath = p
+	}
+	data, err := os.ReadFile(rbacPath)
+	if err != nil {
+		t.Fatalf("the handler's RBAC: %v", err)
+	}
+	objs, err := cluster.DecodeManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	found := 0
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			continue
+		}
+		o.SetNamespace(ns)
+		if o.GetKind() == "RoleBinding" {
+			subs, _, _ := unstructuredSlice(o.Object, "subjects")
+			for _, s := range subs {
+				if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" {
+					m["namespace"] = ns
+				}
+			}
+		}
+		if o.GetKind() == "Role" && o.GetName() == HandlerServiceAccount {
+			found++
+			if change != nil {
+				change(o.Object)
+			}
+		}
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	if found != 1 {
+		t.Fatalf("config/knative/rbac.yaml has %d Roles named %s, want 1", found, HandlerServiceAccount)
+	}
+	if err := shared.Apply(context.Background(), bytes.Join(out, []byte("\n---\n"))); err != nil {
+		t.Fatalf("apply the handler's RBAC: %v", err)
+	}
+}
+
+func unstructuredSlice(obj map[string]any, key string) ([]any, bool, error) {
+	v, ok := obj[key].([]any)
+	return v, ok, nil
+}
+
+// post sends a binary-mode CloudEvent to the handler and returns the status
+// and body.
+func (e *env) post(typ string, data any) (int, string) {
+	e.t.Helper()
+	var body []byte
+	switch d := data.(type) {
+	case []byte:
+		body = d
+	case string:
+		body = []byte(d)
+	default:
+		var err error
+		if body, err = json.Marshal(d); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/", bytes.NewReader(body))
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Ce-Id", fmt.Sprintf("test-%d-%d", time.Now().UnixNano(), e.posted.Add(1)))
+	req.Header.Set("Ce-Source", "e2e-test")
+	req.Header.Set("Ce-Type", typ)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("post %s: %v", typ, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// submit posts task.submitted with the task JSON and checks the answer.
+func (e *env) submit(task string, spec map[string]any) {
+	e.t.Helper()
+	code, body := e.post("task.submitted", map[string]any{"task": task, "namespace": e.ns, "input": spec})
+	if code != http.StatusOK {
+		e.t.Fatalf("task.submitted: %d %s", code, body)
+	}
+}
+
+// sweep posts a PingSource event.
+func (e *env) sweep() string {
+	e.t.Helper()
+	code, body := e.post("dev.knative.sources.ping", map[string]any{})
+	if code != http.StatusOK {
+		e.t.Fatalf("sweep: %d %s", code, body)
+	}
+	return body
+}
+
+// view reads the TES view of a task.
+func (e *env) view(task string) (steps.TesTask, int) {
+	e.t.Helper()
+	resp, err := http.Get(e.url + "/tasks/" + e.ns + "/" + task)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v steps.TesTask
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return v, resp.StatusCode
+}
+
+// waitState waits until the task's TES state is want, and returns the view.
+func (e *env) waitState(task, want string, timeout time.Duration) steps.TesTask {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last steps.TesTask
+	for time.Now().Before(deadline) {
+		v, code := e.view(task)
+		if code == http.StatusOK {
+			last = v
+			if v.State == want {
+				return v
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("task %s: state %q after %s, want %s; view: %+v; jobs: %s", task, last.State, timeout, want, last, e.describeJobs(task))
+	return last
+}
+
+// waitFor polls cond until it holds.
+func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+func (e *env) describeJobs(task string) string {
+	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: steps.LabelTask + "=" + task})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, j := range jobs.Items {
+		fmt.Fprintf(&b, "%s:%s", j.Name, steps.StatusOf(&j))
+		for _, c := range j.Status.Conditions {
+			fmt.Fprintf(&b, "[%s=%s %s]", c.Type, c.Status, c.Reason)
+		}
+		b.WriteString(" ")
+	}
+	cm, err := shared.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), task, metav1.GetOptions{})
+	if err == nil {
+		fmt.Fprintf(&b, "anchor: %v %v", cm.Labels, cm.Annotations)
+	}
+	return b.String()
+}
+
+func (e *env) job(name string) (*batchv1.Job, error) {
+	return shared.Client.BatchV1().Jobs(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func (e *env) jobNames(task string) []string {
+	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: steps.LabelTask + "=" + task})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var names []string
+	for _, j := range jobs.Items {
+		names = append(names, j.Name)
+	}
+	return names
+}
+
+// pvcGone reports whether the task's PVC is deleted or being deleted.
+func (e *env) pvcGone(task string) bool {
+	pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), steps.PVCName(task), metav1.GetOptions{})
+	return err != nil || pvc.DeletionTimestamp != nil
+}
+
+// setLogs makes the pods of a job return content as their log.
+func (e *env) setLogs(job, content string) {
+	e.t.Helper()
+	stop, err := shared.SetLogsForSelector(context.Background(), e.ns, batchv1.JobNameLabel+"="+job, content)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(stop)
+}
+
+// jobAdds counts the creations of each job of the namespace, from a watch.
+type jobAdds struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (e *env) watchJobAdds() *jobAdds {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e.t.Cleanup(cancel)
+	w, err := shared.Dynamic.Resource(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}).Namespace(e.ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a := &jobAdds{counts: map[string]int{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != "ADDED" {
+				continue
+			}
+			if o, ok := ev.Object.(metav1.Object); ok {
+				a.mu.Lock()
+				a.counts[o.GetName()]++
+				a.mu.Unlock()
+			}
+		}
+	}()
+	return a
+}
+
+func (a *jobAdds) snapshot() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.counts))
+	for k, v := range a.counts {
+		out[k] = v
+	}
+	return out
+}
+
+func readAll(r *http.Request) []byte {
+	b, _ := io.ReadAll(r.Body)
+	return b
+}
+
+// replay is a copy of a request, to deliver it again.
+func replay(r *http.Request, hdr http.Header, body []byte) *http.Request {
+	c := r.Clone(context.Background())
+	c.Header = hdr.Clone()
+	c.Body = io.NopCloser(bytes.NewReader(body))
+	c.ContentLength = int64(len(body))
+	return c
+}
+
+// discard is a ResponseWriter that drops the answer.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
