@@ -1,0 +1,210 @@
+package filer
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+func TestS3FileRoundTrip(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	srv.put(t, b, "in/hello.txt", "hello s3")
+	srv.put(t, b, "in/empty", "")
+	opts, _ := testOptions(t)
+	opts.AWS = srv.awsOptions()
+
+	task := newTask([]taskspec.Input{
+		{URL: "s3://" + b + "/in/hello.txt", Path: "/data/in/hello.txt"},
+		{URL: "s3://" + b + "/in/empty", Path: "/data/in/empty"},
+	}, []taskspec.Output{
+		{URL: "s3://" + b + "/out/result.txt", Path: "/data/out/result.txt"},
+	})
+	mustRun(t, ModeInputs, task, opts)
+	if got := readFile(t, inTask(opts, "/data/in/hello.txt")); got != "hello s3" {
+		t.Errorf("downloaded %q", got)
+	}
+	if got := readFile(t, inTask(opts, "/data/in/empty")); got != "" {
+		t.Errorf("downloaded %q", got)
+	}
+	writeFile(t, inTask(opts, "/data/out/result.txt"), "result!")
+	files := mustRun(t, ModeOutputs, task, opts)
+	want := []taskspec.UploadedFile{{Output: 0, Path: "/data/out/result.txt", SizeBytes: "7"}}
+	if !uploadedEq(files, want) {
+		t.Errorf("uploaded %+v, want %+v", files, want)
+	}
+	if got := srv.get(t, b, "out/result.txt"); got != "result!" {
+		t.Errorf("object holds %q", got)
+	}
+}
+
+func TestS3Directories(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	srv.put(t, b, "tree/a.txt", "A")
+	srv.put(t, b, "tree/sub/b.txt", "B")
+	srv.put(t, b, "tree/sub/deeper/c.txt", "C")
+	srv.put(t, b, "treehouse/not-below.txt", "X")
+	opts, _ := testOptions(t)
+	opts.AWS = srv.awsOptions()
+	task := newTask([]taskspec.Input{
+		{URL: "s3://" + b + "/tree", Path: "/data/tree", Type: taskspec.TypeDirectory},
+	}, []taskspec.Output{
+		{URL: "s3://" + b + "/copy/", Path: "/data/tree", Type: taskspec.TypeDirectory},
+	})
+	mustRun(t, ModeInputs, task, opts)
+	for p, want := range map[string]string{"/data/tree/a.txt": "A", "/data/tree/sub/b.txt": "B", "/data/tree/sub/deeper/c.txt": "C"} {
+		if got := readFile(t, inTask(opts, p)); got != want {
+			t.Errorf("%s holds %q, want %q", p, got, want)
+		}
+	}
+	if _, err := os.Stat(inTask(opts, "/data/tree/house")); err == nil {
+		t.Error("a key of another prefix was downloaded")
+	}
+	files := mustRun(t, ModeOutputs, task, opts)
+	want := []taskspec.UploadedFile{
+		{Output: 0, Path: "/data/tree/a.txt", SizeBytes: "1"},
+		{Output: 0, Path: "/data/tree/sub/b.txt", SizeBytes: "1"},
+		{Output: 0, Path: "/data/tree/sub/deeper/c.txt", SizeBytes: "1"},
+	}
+	if !uploadedEq(files, want) {
+		t.Errorf("uploaded %+v, want %+v", files, want)
+	}
+	if got := srv.get(t, b, "copy/sub/deeper/c.txt"); got != "C" {
+		t.Errorf("object holds %q", got)
+	}
+}
+
+func TestS3Multipart(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	opts, _ := testOptions(t)
+	opts.AWS = srv.awsOptions()
+	opts.S3PartSize = 5 << 20
+	// 12 MiB and a bit: three parts, the last one short.
+	src := inTask(opts, "/data/big.bin")
+	os.MkdirAll(filepath.Dir(src), 0o755)
+	f, _ := os.Create(src)
+	h := sha256.New()
+	if _, err := io.CopyN(io.MultiWriter(f, h), rand.Reader, 12<<20+12345); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sum := fmt.Sprintf("%x", h.Sum(nil))
+	task := newTask([]taskspec.Input{
+		{URL: "s3://" + b + "/big.bin", Path: "/data/again/big.bin"},
+	}, []taskspec.Output{
+		{URL: "s3://" + b + "/big.bin", Path: "/data/big.bin"},
+	})
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != 1 || files[0].SizeBytes != fmt.Sprint(12<<20+12345) {
+		t.Errorf("uploaded %+v", files)
+	}
+	mustRun(t, ModeInputs, task, opts)
+	g, _ := os.Open(inTask(opts, "/data/again/big.bin"))
+	defer g.Close()
+	h2 := sha256.New()
+	io.Copy(h2, g)
+	if got := fmt.Sprintf("%x", h2.Sum(nil)); got != sum {
+		t.Errorf("downloaded file differs from the uploaded one")
+	}
+}
+
+func TestS3Errors(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	srv.put(t, b, "x.txt", "x")
+	for _, tc := range []struct {
+		name string
+		aws  func(a *AWSOptions)
+		url  string
+		want []string
+	}{
+		{"missing key", nil, "s3://" + b + "/nope.txt", []string{"inputs[0] s3://" + b + "/nope.txt -> /data/x", "404"}},
+		{"missing bucket", nil, "s3://no-such-bucket-here/x.txt", []string{"inputs[0] s3://no-such-bucket-here/x.txt", "NoSuchBucket"}},
+		{"wrong secret", func(a *AWSOptions) { a.SecretAccessKey = "wrong-secret-value" }, "s3://" + b + "/x.txt", []string{"inputs[0]", "403"}},
+		{"unknown key id", func(a *AWSOptions) { a.AccessKeyID = "nobody" }, "s3://" + b + "/x.txt", []string{"inputs[0]", "XAdminUserNotFound"}},
+		{"no bucket", nil, "s3:///x.txt", []string{"no bucket"}},
+		{"directory as file", nil, "s3://" + b + "/dir/", []string{"names a directory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, logs := testOptions(t)
+			opts.AWS = srv.awsOptions()
+			if tc.aws != nil {
+				tc.aws(&opts.AWS)
+			}
+			task := newTask([]taskspec.Input{{URL: tc.url, Path: "/data/x"}}, nil)
+			msg := runErr(t, ModeInputs, task, opts)
+			wantContains(t, "error", msg, tc.want...)
+			wantNotContains(t, "error", msg, "wrong-secret-value", s3Secret)
+			wantNotContains(t, "logs", logs.String(), "wrong-secret-value", s3Secret)
+			if _, err := os.Stat(inTask(opts, "/data/x")); err == nil {
+				t.Error("a failed download left a file")
+			}
+		})
+	}
+	t.Run("missing directory", func(t *testing.T) {
+		opts, _ := testOptions(t)
+		opts.AWS = srv.awsOptions()
+		task := newTask([]taskspec.Input{{URL: "s3://" + b + "/nodir", Path: "/data/d", Type: taskspec.TypeDirectory}}, nil)
+		wantContains(t, "error", runErr(t, ModeInputs, task, opts), "inputs[0]", "does not exist")
+	})
+	t.Run("upload to missing bucket", func(t *testing.T) {
+		opts, _ := testOptions(t)
+		opts.AWS = srv.awsOptions()
+		writeFile(t, inTask(opts, "/data/o.txt"), "o")
+		task := newTask(nil, []taskspec.Output{{URL: "s3://no-such-bucket-here/o.txt", Path: "/data/o.txt"}})
+		wantContains(t, "error", runErr(t, ModeOutputs, task, opts), "outputs[0] /data/o.txt -> s3://no-such-bucket-here/o.txt", "NoSuchBucket")
+	})
+}
+
+// The configuration comes from the files of the mounted aws-secret, through
+// the environment, as in the filer jobs.
+func TestS3ConfigFromEnvFiles(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	srv.put(t, b, "k", "from config files")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "config"), "[default]\nregion = us-east-1\nendpoint_url = "+srv.Endpoint+"\n")
+	writeFile(t, filepath.Join(dir, "credentials"), "[default]\naws_access_key_id = "+srv.AccessKey+"\naws_secret_access_key = "+srv.Secret+"\n")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	opts, err := OptionsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, _ := testOptions(t)
+	opts.TaskDir, opts.Logger = o2.TaskDir, o2.Logger
+	task := newTask([]taskspec.Input{{URL: "s3://" + b + "/k", Path: "/data/k"}}, nil)
+	mustRun(t, ModeInputs, task, opts)
+	if got := readFile(t, inTask(opts, "/data/k")); got != "from config files" {
+		t.Errorf("downloaded %q", got)
+	}
+}
+
+func TestAddressingStyle(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	writeFile(t, conf, "[default]\nregion = x\ns3 =\n    addressing_style = virtual\n[profile other]\ns3 =\n  addressing_style = path\n")
+	if got := addressingStyle(AWSOptions{ConfigFile: conf}); got != "virtual" {
+		t.Errorf("default: %q", got)
+	}
+	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "other"}); got != "path" {
+		t.Errorf("other: %q", got)
+	}
+	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "none"}); got != "" {
+		t.Errorf("none: %q", got)
+	}
+	_ = strings.TrimSpace
+}
