@@ -166,10 +166,17 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 		}
 		state = phaseOf(part)
 		job := obs.Jobs[part]
-		if job == nil || isGone(job) {
-			if reason, ok := prog.EndedReason(part); ok {
-				return stop(plan, prog, cfg, StateSystemError, reason)
+		if reason, ok := prog.EndedReason(part); ok {
+			// The service ended this part itself: the task stops, also when
+			// the job then ended on its own (in doubt, the task stops). A job
+			// of the task that still runs is one whose deletion failed:
+			// delete it again.
+			if job != nil && !isGone(job) && StatusOf(job) == JobRunning && ownedBy(job, obs.Anchor.UID) {
+				plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: reason})
 			}
+			return stop(plan, prog, cfg, StateSystemError, reason)
+		}
+		if job == nil || isGone(job) {
 			if job == nil && prog.inLastBatch(part, obs.Event) {
 				// A redelivery of the event that recorded the part: its
 				// first attempt may have stopped before it created it.

@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // JobStatus is a job's state as the taskmaster reads its conditions: Failed
@@ -96,3 +97,13 @@ func IgnoresErrors(j *batchv1.Job) bool { return j.Annotations[AnnotationIgnoreE
 
 // isGone reports whether the job is being deleted.
 func isGone(j *batchv1.Job) bool { return j.DeletionTimestamp != nil }
+
+// ownedBy reports whether the job belongs to the task's anchor.
+func ownedBy(j *batchv1.Job, anchor types.UID) bool {
+	for _, o := range j.OwnerReferences {
+		if o.UID == anchor {
+			return true
+		}
+	}
+	return false
+}

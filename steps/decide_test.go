@@ -1,0 +1,1018 @@
+package steps
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// The cases below cite the paragraph of the reference
+// (/work/shared/reference/taskmaster-behaviour.txt) that each checks. "What
+// it does §n" is the n-th paragraph of that section, the items of its
+// numbered list being §1 to §3 (so §10 is "A job counts as failed when ...",
+// §11 "A pending pod whose containers can't start ...", §12 "To fail the job
+// ...", §13 "By default, a pod that the scheduler can't place ...", §18 "To
+// cancel a task ..."). "Deleting §2" is the paragraph on TASK_TTL_SECONDS.
+// "Design §4" is the section of DESIGN.md on state kept on the cluster.
+
+// act is an action as the tests compare it: kind and part.
+func act(kind ActionKind, part string) Action { return Action{Kind: kind, Part: part} }
+
+type decideCase struct {
+	name string
+	obs  Observed
+	cfg  func(*Config)
+	now  time.Time // t0 if zero
+
+	actions []Action // compared by kind and part, in order
+	final   string   // the final state written, "" for none
+	state   string
+	check   func(t *testing.T, p Plan)
+}
+
+func TestDecide(t *testing.T) {
+	full := taskWith(2, withInput, withOutput)
+	started := func(parts ...string) *Progress {
+		p := progressOf(fullParts, "ev-old", ago(10*time.Minute), parts...)
+		return &p
+	}
+	execOnly := []string{"ex-00", "ex-01"}
+
+	cases := []decideCase{
+		// Submission.
+		{
+			name:    "What it does §1: a task with inputs starts its PVC and its inputs filer together",
+			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full},
+			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, PartInputsFiler)},
+			state:   StateInitializing,
+			check: func(t *testing.T, p Plan) {
+				wantProgress(t, p, fullParts, []string{PartPVC, PartInputsFiler})
+				if p.Progress.Last == nil || p.Progress.Last.Event != "ev-submit" || !p.Progress.Last.At.Equal(t0) ||
+					!slices.Equal(p.Progress.Last.Parts, []string{PartPVC, PartInputsFiler}) {
+					t.Errorf("last batch %+v, want the submission's event, time and both parts", p.Progress.Last)
+				}
+			},
+		},
+		{
+			name:    "What it does §1: no PVC without inputs, outputs or volumes",
+			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(2)},
+			actions: []Action{act(CreateJob, "ex-00")},
+			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantProgress(t, p, execOnly, []string{"ex-00"})
+			},
+		},
+		{
+			name:    "What it does §1: outputs need the PVC, which starts with the first executor when there are no inputs",
+			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withOutput)},
+			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, "ex-00")},
+			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantProgress(t, p, []string{PartPVC, "ex-00", PartOutputsFiler}, []string{PartPVC, "ex-00"})
+			},
+		},
+		{
+			name:    "What it does §3: volumes need the PVC but no filer",
+			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withVolume)},
+			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, "ex-00")},
+			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantProgress(t, p, []string{PartPVC, "ex-00"}, []string{PartPVC, "ex-00"})
+			},
+		},
+		{
+			name: "What it does §1: a wildcard in the first path component is refused before the PVC or any job is created",
+			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withInput, func(t *taskspec.Task) {
+				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}}
+			})},
+			final: StateSystemError,
+			state: StateSystemError,
+			check: func(t *testing.T, p Plan) {
+				if p.Progress != nil {
+					t.Errorf("a refused task records progress %v", p.Progress)
+				}
+				wantReason(t, p, "first component")
+			},
+		},
+		{
+			name: "What it does §1: a wildcard output without path_prefix is refused before anything is created",
+			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
+				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt"}}
+			})},
+			final: StateSystemError,
+			state: StateSystemError,
+			check: func(t *testing.T, p Plan) { wantReason(t, p, "path_prefix") },
+		},
+		{
+			name: "What it does §1: a wildcard output with path_prefix below the first component runs",
+			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
+				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
+			})},
+			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name:  "Design §3: a submitted task whose JSON was not read yet stays QUEUED and creates nothing",
+			obs:   Observed{Event: "ev-1", Anchor: anchorWith(nil)},
+			state: StateQueued,
+		},
+		{
+			name: "Design §4: a duplicate submission of a started task creates nothing twice",
+			obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(PartPVC, PartInputsFiler)), Spec: full,
+				Jobs: jobsOf(running(PartInputsFiler)), Pods: pods()},
+			state: StateInitializing,
+		},
+		{
+			name: "Design §4: a redelivery of the submission creates what its first attempt recorded",
+			obs: func() Observed {
+				p := progressOf(fullParts, "ev-submit", ago(5*time.Second), PartPVC, PartInputsFiler)
+				p.Last.Parts = []string{PartPVC, PartInputsFiler}
+				return Observed{Event: "ev-submit", Anchor: anchorWith(&p), Spec: full, Jobs: jobsOf()}
+			}(),
+			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, PartInputsFiler)},
+			state:   StateInitializing,
+			check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
+		},
+
+		// Executors, in order.
+		{
+			name:    "What it does §2: the first executor starts once the inputs filer completed",
+			obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(PartPVC, PartInputsFiler)), Jobs: jobsOf(completed(PartInputsFiler))},
+			actions: []Action{act(CreateJob, "ex-00")},
+			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantProgress(t, p, fullParts, []string{PartPVC, PartInputsFiler, "ex-00"})
+				if p.Progress.Last == nil || p.Progress.Last.Event != "ev-2" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) {
+					t.Errorf("last batch %+v, want ev-2 starting ex-00", p.Progress.Last)
+				}
+			},
+		},
+		{
+			name: "What it does §2: executors run one after another",
+			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
+			actions: []Action{act(CreateJob, "ex-01")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §2: while an executor runs, no later job starts",
+			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §3: the outputs filer starts after the last executor",
+			obs: Observed{Event: "ev-4", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00", "ex-01")),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"))},
+			actions: []Action{act(CreateJob, PartOutputsFiler)},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §3, §7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
+			obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+			actions: []Action{act(RecordOutputFileLogs, PartOutputsFiler), act(DeletePVC, PartPVC)},
+			final:   StateComplete,
+			state:   StateComplete,
+		},
+		{
+			name: "What it does §7: output file logs that are recorded already are not read again",
+			obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"),
+					annotate(completed(PartOutputsFiler), AnnotationOutputFileLogs, "[]"))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateComplete,
+			state:   StateComplete,
+		},
+		{
+			name: "What it does §3: a task without a PVC completes without deleting one",
+			obs: Observed{Event: "ev-5", Anchor: anchorWith(ptr(progressOf(execOnly, "ev-old", ago(time.Hour), execOnly...))),
+				Jobs: jobsOf(completed("ex-00"), completed("ex-01"))},
+			final: StateComplete,
+			state: StateComplete,
+		},
+
+		// Job conditions.
+		{
+			name: "What it does §10: a job with the condition Failed counts as failed",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+		},
+		{
+			name: "What it does §10: a job with the condition FailureTarget counts as failed",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+		},
+		{
+			name: "What it does §10: a job with the condition Complete counts as complete",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
+			actions: []Action{act(CreateJob, "ex-01")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §10: a job with the condition SuccessCriteriaMet counts as complete",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
+			actions: []Action{act(CreateJob, "ex-01")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §10: a Suspended job is still running",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §10: a condition that is not True counts for nothing",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
+				Pods: pods()},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §11: a running job's pods are needed to decide, and asked for when not read",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00"))},
+			state: StateRunning,
+			check: func(t *testing.T, p Plan) {
+				if !p.NeedsPods {
+					t.Error("NeedsPods not set")
+				}
+			},
+		},
+
+		// Failures.
+		{
+			name: "What it does §5: a failed executor stops the task: EXECUTOR_ERROR, no later job, the job kept, the PVC deleted",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), failed("ex-00"))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "Job '"+testTask+"-ex-00' failed") },
+		},
+		{
+			name: "What it does §5: a failed inputs filer stops the task with SYSTEM_ERROR",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
+				Jobs: jobsOf(failed(PartInputsFiler))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "What it does §5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(PartOutputsFiler))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), failed("ex-00"))},
+			cfg:     func(c *Config) { c.KeepFailedPVC = true },
+			actions: []Action{act(ReleasePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+		},
+		{
+			name: "What it does §8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+			cfg:     func(c *Config) { c.KeepFailedPVC = true },
+			actions: []Action{act(RecordOutputFileLogs, PartOutputsFiler), act(DeletePVC, PartPVC)},
+			final:   StateComplete,
+			state:   StateComplete,
+		},
+
+		// ignore-error.
+		{
+			name: "What it does §6: an ignore-error executor that is only FailureTarget is waited for",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), ignoring(failed("ex-00")))},
+			actions: []Action{act(CreateJob, "ex-01")},
+			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantNote(t, p, "warn", "Executor job '"+testTask+"-ex-00' failed; ignoring the error")
+			},
+		},
+		{
+			name: "What it does §6: after the last executor failed with ignore-error, the outputs filer starts",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00", "ex-01")),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
+			actions: []Action{act(CreateJob, PartOutputsFiler)},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §6: an ignore-error executor not marked Failed within the pod timeout stops the task",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "didn't mark it Failed within 240 s") },
+		},
+		{
+			name: "What it does §6: an ignore-error executor that the service failed (failed annotation) still stops the task",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), annotate(ignoring(failed("ex-00")), AnnotationFailed, "Pod couldn't start"))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+		},
+		{
+			name: "What it does §6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), func() *batchv1.Job {
+					j := ignoring(failed("ex-00"))
+					j.Spec.ActiveDeadlineSeconds = ptr(int64(1))
+					return j
+				}())},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+		},
+		{
+			name: "What it does §6: another value of the ignore-error annotation stops the task at the executor's failure",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), annotate(failed("ex-00"), AnnotationIgnoreError, "yes"))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+		},
+		{
+			name: "What it does §6: ignore-error is an executor's: a filer job with it still stops the task",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
+				Jobs: jobsOf(ignoring(failed(PartInputsFiler)))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+
+		// Jobs recorded as started but missing.
+		{
+			name: "Design §4: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
+			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
+		},
+		{
+			name: "Design §4: a job being deleted by someone stops the task with SYSTEM_ERROR",
+			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), deleting(running("ex-00")))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "Design §4: a redelivery of the event that recorded a missing job creates it",
+			obs: Observed{Event: "ev-old", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler))},
+			actions: []Action{act(CreateJob, "ex-00")},
+			state:   StateRunning,
+			check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
+		},
+		{
+			name: "Design §4: another event within the grace period waits for a job recorded moments ago",
+			obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler))},
+			state: StateRunning,
+		},
+		{
+			name: "Design §4: a job whose deletion the event reported is not waited for, even within the grace period",
+			obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "Design §6: a sweep within the grace period waits for a job recorded moments ago",
+			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler)), Pods: pods()},
+			state: StateRunning,
+		},
+		{
+			name: "Design §4: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
+			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler)), Pods: pods()},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+
+		// Parts the service ended itself.
+		{
+			name: "What it does §13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
+			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
+				return &p
+			}()), Jobs: jobsOf(completed(PartInputsFiler))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "wasn't scheduled within 3600 s: no nodes") },
+		},
+		{
+			name: "What it does §12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
+			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler).withEnded(PartInputsFiler, "Creating job 'x' was refused: invalid")
+				return &p
+			}())},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "was refused: invalid") },
+		},
+		{
+			name: "What it does §14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
+			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				return &p
+			}()), Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")), Pods: pods()},
+			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "What it does §6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
+			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				return &p
+			}()), Jobs: jobsOf(completed(PartInputsFiler), ignoring(failed("ex-00")))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "not scheduled") },
+		},
+		{
+			name: "What it does §6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
+			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				return &p
+			}()), Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "Design §4: a job of the same name that the task does not own is not deleted",
+			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler).withEnded(PartInputsFiler, "Job exists but does not belong to the task")
+				return &p
+			}()), Jobs: jobsOf(func() *batchv1.Job {
+				j := running(PartInputsFiler)
+				j.OwnerReferences = nil
+				return j
+			}()), Pods: pods()},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+
+		// Duplicate and late events.
+		{
+			name: "Design §4: a late job.finished of a finished task does nothing",
+			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), AnnotationState, StateComplete, AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+			state: StateComplete,
+		},
+		{
+			name: "Design §4: a finished task stays finished even if a job changes later",
+			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00"), AnnotationState, StateExecutorError, AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
+			state: StateExecutorError,
+		},
+		{
+			name: "Design §4: a duplicate job.finished of an executor whose successor runs creates nothing",
+			obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00", "ex-01")),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
+			state: StateRunning,
+		},
+
+		// Cancellation.
+		{
+			name: "What it does §18: a cancelled task's running job is deleted, the jobs that ended are kept, CANCELING",
+			obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00"))},
+			actions: []Action{act(DeleteJob, "ex-00")},
+			state:   StateCanceling,
+		},
+		{
+			name: "What it does §18: a cancelled task is CANCELING while its deleted jobs are going",
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler), deleting(running("ex-00")))},
+			state: StateCanceling,
+		},
+		{
+			name: "What it does §8, §18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler))),
+				Jobs: jobsOf(completed(PartInputsFiler))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateCanceled,
+			state:   StateCanceled,
+		},
+		{
+			name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler))),
+				Jobs: jobsOf(completed(PartInputsFiler))},
+			cfg:     func(c *Config) { c.KeepFailedPVC = true },
+			actions: []Action{act(ReleasePVC, PartPVC)},
+			final:   StateCanceled,
+			state:   StateCanceled,
+		},
+		{
+			name:  "What it does §18: a task cancelled before anything started is CANCELED and creates nothing",
+			obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(nil)), Spec: full},
+			final: StateCanceled,
+			state: StateCanceled,
+			check: func(t *testing.T, p Plan) { wantNoProgress(t, p) },
+		},
+		{
+			name: "What it does §18: a job the service is failing is deleted when the task is cancelled",
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
+			actions: []Action{act(DeleteJob, "ex-00")},
+			state:   StateCanceling,
+		},
+		{
+			name: "What it does §18: a failed job of a cancelled task is kept with its logs",
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateCanceled,
+			state:   StateCanceled,
+		},
+		{
+			name: "What it does §18: a cancel of a task that ended changes nothing",
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), AnnotationState, StateComplete, AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
+				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+			state: StateComplete,
+		},
+
+		// Pods that can't start.
+		{
+			name: "What it does §11: ErrImagePull past the pod timeout (from the pod's start) fails the job",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(241*time.Second), "ErrImagePull", false))},
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantActionReason(t, p, FailJob, "Pod '"+testTask+"-ex-00-x7k2q' of job '"+testTask+"-ex-00' couldn't start within 240 s: ErrImagePull")
+			},
+		},
+		{
+			name: "What it does §11: ImagePullBackOff of an init container past the pod timeout fails the job",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "ImagePullBackOff", true))},
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §11: InvalidImageName past the pod timeout fails the job",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "InvalidImageName", false))},
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §11: CreateContainerConfigError past the pod timeout fails the job",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", false))},
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §11: CreateContainerConfigError of an init container past the pod timeout fails the job",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", true))},
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §11: a pod that hasn't started is timed from its creation",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(241*time.Second), time.Time{}, "ErrImagePull", false))},
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §11: a pod that started is timed from its start, not its creation",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Minute), "ErrImagePull", false))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §11: a pod that can't start before the pod timeout keeps waiting",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(239*time.Second), time.Time{}, "ImagePullBackOff", false))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §12: a pod pending for another reason (pulling a large image) keeps waiting",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ContainerCreating", false))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §11: a pod that is being deleted is not checked",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(func() *corev1.Pod {
+					p := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false)
+					p.DeletionTimestamp = ptr(p.CreationTimestamp)
+					return p
+				}())},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §11: only the pods of the running job count",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting(PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §11: a filer pod that can't start fails the filer's job",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
+				Jobs: jobsOf(running(PartInputsFiler)),
+				Pods: pods(waiting(PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+			actions: []Action{act(FailJob, PartInputsFiler)},
+			state:   StateInitializing,
+		},
+		{
+			name: "What it does §12: a job the service failed is waited for until Kubernetes marks it Failed",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
+				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+			state: StateRunning,
+		},
+		{
+			name: "What it does §12: a job the service failed is handled as any failed job once marked Failed",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
+				Jobs: jobsOf(failedByService(failed(PartInputsFiler), ago(time.Minute)))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+		{
+			name: "What it does §12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateExecutorError,
+			state:   StateExecutorError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "it is kept") },
+		},
+		{
+			name: "What it does §12: a failed filer job not marked Failed within another pod timeout stops the task with SYSTEM_ERROR",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
+				Jobs: jobsOf(failedByService(running(PartInputsFiler), ago(241*time.Second)))},
+			actions: []Action{act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+		},
+
+		// Pods that aren't scheduled.
+		{
+			name: "What it does §13: an executor whose pod wasn't scheduled within TESK_MAX_QUEUE_SECONDS, and never ran, is deleted: SYSTEM_ERROR",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(unschedulablePod("ex-00", ago(time.Hour)))},
+			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, PartPVC)},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check: func(t *testing.T, p Plan) {
+				msg := "Pod '" + testTask + "-ex-00-x7k2q' of job '" + testTask + "-ex-00' wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu."
+				wantReason(t, p, msg)
+				wantNote(t, p, "error", msg)
+				if p.Progress == nil {
+					t.Fatal("no progress: the deletion is not recorded before it is done")
+				}
+				if r, ok := p.Progress.EndedReason("ex-00"); !ok || r != msg {
+					t.Errorf("ended record of ex-00 = %q, %v; want %q", r, ok, msg)
+				}
+			},
+		},
+		{
+			name: "What it does §13: an unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
+			cfg:   func(c *Config) { c.MaxQueue = time.Hour },
+			state: StateQueued,
+		},
+		{
+			name: "What it does §13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), func() *batchv1.Job { j := running("ex-00"); j.Status.Failed = 1; return j }()),
+				Pods: pods(unschedulablePod("ex-00", ago(2*time.Hour)))},
+			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §13: an executor job with a pod that ran before is failed and kept",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(podOf("ex-00", corev1.PodFailed, ago(3*time.Hour)), unschedulablePod("ex-00", ago(2*time.Hour)))},
+			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+			actions: []Action{act(FailJob, "ex-00")},
+			state:   StateRunning,
+		},
+		{
+			name: "What it does §13: a filer job whose pod wasn't scheduled in time is failed and kept",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
+				Jobs: jobsOf(running(PartInputsFiler)),
+				Pods: pods(unschedulablePod(PartInputsFiler, ago(2*time.Hour)))},
+			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+			actions: []Action{act(FailJob, PartInputsFiler)},
+			state:   StateInitializing,
+		},
+		{
+			name: "What it does §13: without TESK_MAX_QUEUE_SECONDS an unschedulable pod waits forever, QUEUED",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+				Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},
+			state: StateQueued,
+		},
+
+		// TTL.
+		{
+			name: "Deleting §2: a task that ended TASK_TTL_SECONDS ago is deleted",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...), AnnotationState, StateComplete,
+				AnnotationEnded, ago(time.Hour).Format(time.RFC3339))},
+			cfg:     func(c *Config) { c.TaskTTL = ptr(time.Hour) },
+			actions: []Action{act(DeleteTask, "")},
+			state:   StateComplete,
+		},
+		{
+			name: "Deleting §2: a task that ended less than TASK_TTL_SECONDS ago is kept",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...), AnnotationState, StateComplete,
+				AnnotationEnded, ago(59*time.Minute).Format(time.RFC3339))},
+			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Hour) },
+			state: StateComplete,
+		},
+		{
+			name: "Deleting §2: with TASK_TTL_SECONDS 0 an ended task is deleted at once",
+			obs: Observed{Event: "ev", Anchor: anchorWith(nil, AnnotationState, StateCanceled,
+				AnnotationEnded, t0.Format(time.RFC3339))},
+			cfg:     func(c *Config) { c.TaskTTL = ptr(time.Duration(0)) },
+			actions: []Action{act(DeleteTask, "")},
+			state:   StateCanceled,
+		},
+		{
+			name: "Deleting §2: by default nothing deletes an ended task",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...), AnnotationState, StateSystemError,
+				AnnotationEnded, ago(1000*time.Hour).Format(time.RFC3339))},
+			state: StateSystemError,
+		},
+
+		// The record.
+		{
+			name:  "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR",
+			obs:   Observed{Event: "ev", Anchor: anchorWith(nil, AnnotationProgress, "{not json")},
+			final: StateSystemError,
+			state: StateSystemError,
+			check: func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
+		},
+	}
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if c.cfg != nil {
+				c.cfg(&cfg)
+			}
+			now := c.now
+			if now.IsZero() {
+				now = t0
+			}
+			before := fmt.Sprintf("%+v", c.obs.Anchor)
+			p := Decide(c.obs, cfg, now)
+			if got := kindsAndParts(p.Actions); !slices.Equal(got, c.actions) {
+				t.Errorf("actions %v, want %v", got, c.actions)
+			}
+			switch {
+			case c.final == "" && p.Final != nil:
+				t.Errorf("final %+v, want none", *p.Final)
+			case c.final != "" && p.Final == nil:
+				t.Errorf("no final state, want %s", c.final)
+			case c.final != "" && p.Final.State != c.final:
+				t.Errorf("final %+v, want %s", *p.Final, c.final)
+			}
+			if p.State != c.state {
+				t.Errorf("state %s, want %s", p.State, c.state)
+			}
+			if c.check != nil {
+				c.check(t, p)
+			}
+			if after := fmt.Sprintf("%+v", c.obs.Anchor); after != before {
+				t.Errorf("Decide changed its input:\n%s\n%s", before, after)
+			}
+			// Level-triggered: the same observation gives the same plan.
+			if again := Decide(c.obs, cfg, now); !reflect.DeepEqual(again, p) {
+				t.Errorf("a second decision differs:\n%+v\n%+v", p, again)
+			}
+		})
+	}
+}
+
+// TestDecideStepsThroughATask applies each plan's progress as the apply layer
+// would, and plays the jobs' outcomes, from submission to COMPLETE: every job
+// is created once, in the reference's order (What it does §1-§3).
+func TestDecideStepsThroughATask(t *testing.T) {
+	spec := taskWith(3, withInput, withOutput, withVolume)
+	anchor := anchorWith(nil)
+	jobs := map[string]*batchv1.Job{}
+	var created []string
+	now := t0
+	for i := 0; i < 20; i++ {
+		now = now.Add(2 * time.Minute)
+		obs := Observed{Event: fmt.Sprintf("ev-%d", i), Anchor: anchor, Jobs: jobs, Pods: pods()}
+		if _, ok := anchor.Annotations[AnnotationProgress]; !ok {
+			obs.Spec = spec
+		}
+		p := Decide(obs, DefaultConfig(), now)
+		// A duplicate of the event decides the same.
+		if dup := Decide(obs, DefaultConfig(), now); fmt.Sprintf("%v", dup.Actions) != fmt.Sprintf("%v", p.Actions) {
+			t.Fatalf("a duplicate event decided %v, the first %v", dup.Actions, p.Actions)
+		}
+		if p.Progress != nil {
+			anchor.Annotations[AnnotationProgress] = p.Progress.String()
+		}
+		for _, a := range p.Actions {
+			switch a.Kind {
+			case CreatePVC, CreateJob:
+				created = append(created, a.Part)
+				if a.Kind == CreateJob {
+					jobs[a.Part] = completed(a.Part)
+				}
+			}
+		}
+		if p.Final != nil {
+			if p.Final.State != StateComplete {
+				t.Fatalf("the task ended %+v", *p.Final)
+			}
+			want := []string{PartPVC, PartInputsFiler, "ex-00", "ex-01", "ex-02", PartOutputsFiler}
+			if !slices.Equal(created, want) {
+				t.Errorf("created %v, want %v", created, want)
+			}
+			if got := kindsAndParts(p.Actions); !slices.Equal(got, []Action{act(RecordOutputFileLogs, PartOutputsFiler), act(DeletePVC, PartPVC)}) {
+				t.Errorf("last actions %v", got)
+			}
+			return
+		}
+	}
+	t.Fatalf("the task did not complete; created %v", created)
+}
+
+func TestStatusOf(t *testing.T) {
+	cases := []struct {
+		name  string
+		conds []batchv1.JobConditionType
+		want  JobStatus
+	}{
+		{"What it does §10: no condition is running", nil, JobRunning},
+		{"What it does §10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, JobFailed},
+		{"What it does §10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, JobFailed},
+		{"What it does §10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, JobComplete},
+		{"What it does §10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, JobComplete},
+		{"What it does §10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, JobRunning},
+		{"What it does §10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, JobFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var cs []batchv1.JobCondition
+			for _, ct := range c.conds {
+				cs = append(cs, cond(ct, t0))
+			}
+			if got := StatusOf(jobOf("ex-00", cs...)); got != c.want {
+				t.Errorf("StatusOf = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestStuckReason(t *testing.T) {
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		reason string
+		stuck  bool
+	}{
+		{"ErrImagePull", waiting("ex-00", t0, t0, "ErrImagePull", false), "ErrImagePull", true},
+		{"ImagePullBackOff of an init container", waiting("ex-00", t0, t0, "ImagePullBackOff", true), "ImagePullBackOff", true},
+		{"InvalidImageName", waiting("ex-00", t0, t0, "InvalidImageName", false), "InvalidImageName", true},
+		{"CreateContainerConfigError", waiting("ex-00", t0, t0, "CreateContainerConfigError", false), "CreateContainerConfigError", true},
+		{"unschedulable", unschedulablePod("ex-00", t0), corev1.PodReasonUnschedulable, true},
+		{"ContainerCreating is not stuck", waiting("ex-00", t0, t0, "ContainerCreating", false), "", false},
+		{"a running pod is not stuck", podOf("ex-00", corev1.PodRunning, t0), "", false},
+		{"a pod being deleted is not stuck", func() *corev1.Pod {
+			p := waiting("ex-00", t0, t0, "ErrImagePull", false)
+			p.DeletionTimestamp = ptr(p.CreationTimestamp)
+			return p
+		}(), "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reason, _, stuck := StuckReason(c.pod)
+			if reason != c.reason || stuck != c.stuck {
+				t.Errorf("StuckReason = %q, %v; want %q, %v", reason, stuck, c.reason, c.stuck)
+			}
+		})
+	}
+}
+
+func kindsAndParts(as []Action) []Action {
+	out := []Action{}
+	for _, a := range as {
+		out = append(out, act(a.Kind, a.Part))
+	}
+	return out
+}
+
+func wantProgress(t *testing.T, p Plan, parts, started []string) {
+	t.Helper()
+	if p.Progress == nil {
+		t.Fatal("no progress recorded")
+	}
+	if !slices.Equal(p.Progress.Parts, parts) {
+		t.Errorf("parts %v, want %v", p.Progress.Parts, parts)
+	}
+	if !slices.Equal(p.Progress.Started, started) {
+		t.Errorf("started %v, want %v", p.Progress.Started, started)
+	}
+}
+
+func wantNoProgress(t *testing.T, p Plan) {
+	t.Helper()
+	if p.Progress != nil {
+		t.Errorf("progress %+v written, want none", *p.Progress)
+	}
+}
+
+func wantReason(t *testing.T, p Plan, sub string) {
+	t.Helper()
+	if p.Final == nil || !strings.Contains(p.Final.Reason, sub) {
+		t.Errorf("final %+v, want a reason with %q", p.Final, sub)
+	}
+}
+
+func wantActionReason(t *testing.T, p Plan, kind ActionKind, sub string) {
+	t.Helper()
+	for _, a := range p.Actions {
+		if a.Kind == kind {
+			if !strings.Contains(a.Reason, sub) {
+				t.Errorf("%s reason %q, want %q in it", kind, a.Reason, sub)
+			}
+			return
+		}
+	}
+	t.Errorf("no %s action", kind)
+}
+
+func wantNote(t *testing.T, p Plan, level, sub string) {
+	t.Helper()
+	for _, n := range p.Notes {
+		if n.Level == level && strings.Contains(n.Msg, sub) {
+			return
+		}
+	}
+	t.Errorf("notes %+v, want a %s note with %q", p.Notes, level, sub)
+}
