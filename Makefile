@@ -48,3 +48,28 @@ demo: cluster-bins build
 # 1,000 and 10,000 tasks, events per second, cold start.
 bench: cluster-bins build
 	$(GO) run ./test/bench
+
+# The local control plane (test/cluster): etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok and the ApiServerSource
+# adapter, built from the Go module proxy into
+# $XDG_CACHE_HOME (default ~/.cache)/tesk-knative/cluster/<key>, reused when present.
+.PHONY: cluster-bins cluster-up cluster-down cluster-status test-cluster
+CLUSTER_DIR ?= .cluster
+
+cluster-bins:
+	GO=$(GO) ./test/cluster/build.sh
+
+# Starts the cluster in the background; admin kubeconfig in .cluster/kubeconfig.
+cluster-up: cluster-bins
+	$(GO) run ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR)
+
+# Stops every process cluster-up started and removes its state.
+cluster-down:
+	$(GO) run ./test/cluster/cmd/cluster down -dir $(CLUSTER_DIR)
+
+cluster-status:
+	$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR)
+
+# The control plane's own tests (pod fates, logs, adapter, CRDs, start/stop).
+test-cluster: cluster-bins
+	$(GO) test -count=1 -timeout 20m ./test/cluster/...
