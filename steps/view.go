@@ -72,7 +72,12 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 			execParts = append(execParts, part)
 		}
 	}
-	sort.Strings(execParts)
+	// In the executors' order: ex-100 comes after ex-99.
+	sort.Slice(execParts, func(i, k int) bool {
+		a, _ := ExecutorIndex(execParts[i])
+		b, _ := ExecutorIndex(execParts[k])
+		return a < b
+	})
 	for _, part := range execParts {
 		log.Logs = append(log.Logs, executorLog(jobs[part], podsOfJob(pods, jobs[part].Name)))
 	}

@@ -1,0 +1,458 @@
+package steps
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The cases cite the reference's "Environment variables" section (its table
+// and the paragraph "Numbers may have spaces around them ...").
+
+func TestLoadEnv(t *testing.T) {
+	def := DefaultConfig()
+	cases := []struct {
+		name   string
+		env    map[string]string
+		check  func(t *testing.T, c Config)
+		issues []string // "level name" of each issue, in order
+	}{
+		{
+			name: "nothing set: the defaults",
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c, def) {
+					t.Errorf("config %+v, want the defaults %+v", c, def)
+				}
+			},
+		},
+		{
+			name: "an empty or blank value counts as unset",
+			env: map[string]string{
+				"EXECUTOR_BACKOFF_LIMIT": "", "FILER_BACKOFF_LIMIT": "  ", "TESK_MAX_QUEUE_SECONDS": "",
+				"TASK_TTL_SECONDS": " ", "KEEP_FAILED_PVC": "", "FILER_POD_SECURITY_CONTEXT": "",
+				"FILER_SECURITY_CONTEXT": " ", "FILER_RESOURCES": "", "FILER_HTTP_TIMEOUT": "",
+			},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c, def) {
+					t.Errorf("config %+v, want the defaults", c)
+				}
+			},
+		},
+		{
+			name: "numbers may have spaces around them",
+			env: map[string]string{
+				"EXECUTOR_BACKOFF_LIMIT": " 3 ", "FILER_BACKOFF_LIMIT": "\t2\n", "TESK_MAX_QUEUE_SECONDS": " 600",
+				"TASK_TTL_SECONDS": "86400 ", "FILER_HTTP_TIMEOUT": " 30 ",
+			},
+			check: func(t *testing.T, c Config) {
+				wantInt32(t, "ExecutorBackoffLimit", c.ExecutorBackoffLimit, 3)
+				wantInt32(t, "FilerBackoffLimit", c.FilerBackoffLimit, 2)
+				if c.MaxQueue != 600*time.Second {
+					t.Errorf("MaxQueue %v", c.MaxQueue)
+				}
+				if c.TaskTTL == nil || *c.TaskTTL != 24*time.Hour {
+					t.Errorf("TaskTTL %v", c.TaskTTL)
+				}
+				if c.FilerHTTPTimeout != "30" {
+					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
+				}
+			},
+		},
+		{
+			name: "EXECUTOR_BACKOFF_LIMIT and FILER_BACKOFF_LIMIT take 0 and 2147483647",
+			env:  map[string]string{"EXECUTOR_BACKOFF_LIMIT": "0", "FILER_BACKOFF_LIMIT": "2147483647"},
+			check: func(t *testing.T, c Config) {
+				wantInt32(t, "ExecutorBackoffLimit", c.ExecutorBackoffLimit, 0)
+				wantInt32(t, "FilerBackoffLimit", c.FilerBackoffLimit, 2147483647)
+			},
+		},
+		{
+			name:   "EXECUTOR_BACKOFF_LIMIT out of range or malformed: an error, and ignored",
+			env:    map[string]string{"EXECUTOR_BACKOFF_LIMIT": "2147483648"},
+			issues: []string{"error EXECUTOR_BACKOFF_LIMIT"},
+			check:  func(t *testing.T, c Config) { wantNil(t, "ExecutorBackoffLimit", c.ExecutorBackoffLimit) },
+		},
+		{
+			name:   "EXECUTOR_BACKOFF_LIMIT negative: an error, and ignored",
+			env:    map[string]string{"EXECUTOR_BACKOFF_LIMIT": "-1"},
+			issues: []string{"error EXECUTOR_BACKOFF_LIMIT"},
+			check:  func(t *testing.T, c Config) { wantNil(t, "ExecutorBackoffLimit", c.ExecutorBackoffLimit) },
+		},
+		{
+			name:   "FILER_BACKOFF_LIMIT not a whole number: an error, Kubernetes' default kept",
+			env:    map[string]string{"FILER_BACKOFF_LIMIT": "1.5"},
+			issues: []string{"error FILER_BACKOFF_LIMIT"},
+			check:  func(t *testing.T, c Config) { wantNil(t, "FilerBackoffLimit", c.FilerBackoffLimit) },
+		},
+		{
+			name:   "FILER_BACKOFF_LIMIT words: an error",
+			env:    map[string]string{"FILER_BACKOFF_LIMIT": "three"},
+			issues: []string{"error FILER_BACKOFF_LIMIT"},
+			check:  func(t *testing.T, c Config) { wantNil(t, "FilerBackoffLimit", c.FilerBackoffLimit) },
+		},
+		{
+			name:  "TESK_MAX_QUEUE_SECONDS from 1",
+			env:   map[string]string{"TESK_MAX_QUEUE_SECONDS": "1"},
+			check: func(t *testing.T, c Config) { wantDuration(t, "MaxQueue", c.MaxQueue, time.Second) },
+		},
+		{
+			name:   "TESK_MAX_QUEUE_SECONDS 0 is out of range: an error, pods wait forever",
+			env:    map[string]string{"TESK_MAX_QUEUE_SECONDS": "0"},
+			issues: []string{"error TESK_MAX_QUEUE_SECONDS"},
+			check:  func(t *testing.T, c Config) { wantDuration(t, "MaxQueue", c.MaxQueue, 0) },
+		},
+		{
+			name:   "TESK_MAX_QUEUE_SECONDS above 2147483647: an error",
+			env:    map[string]string{"TESK_MAX_QUEUE_SECONDS": "2147483648"},
+			issues: []string{"error TESK_MAX_QUEUE_SECONDS"},
+			check:  func(t *testing.T, c Config) { wantDuration(t, "MaxQueue", c.MaxQueue, 0) },
+		},
+		{
+			name: "TASK_TTL_SECONDS from 0",
+			env:  map[string]string{"TASK_TTL_SECONDS": "0"},
+			check: func(t *testing.T, c Config) {
+				if c.TaskTTL == nil || *c.TaskTTL != 0 {
+					t.Errorf("TaskTTL %v, want 0", c.TaskTTL)
+				}
+			},
+		},
+		{
+			name:   "TASK_TTL_SECONDS negative: an error, no TTL",
+			env:    map[string]string{"TASK_TTL_SECONDS": "-5"},
+			issues: []string{"error TASK_TTL_SECONDS"},
+			check: func(t *testing.T, c Config) {
+				if c.TaskTTL != nil {
+					t.Errorf("TaskTTL %v, want none", *c.TaskTTL)
+				}
+			},
+		},
+		{
+			name:   "TASK_TTL_SECONDS with a unit: an error, no TTL",
+			env:    map[string]string{"TASK_TTL_SECONDS": "1h"},
+			issues: []string{"error TASK_TTL_SECONDS"},
+			check: func(t *testing.T, c Config) {
+				if c.TaskTTL != nil {
+					t.Errorf("TaskTTL %v, want none", *c.TaskTTL)
+				}
+			},
+		},
+		{
+			name:  "KEEP_FAILED_PVC true keeps the PVC",
+			env:   map[string]string{"KEEP_FAILED_PVC": "true"},
+			check: func(t *testing.T, c Config) { wantBool(t, "KeepFailedPVC", c.KeepFailedPVC, true) },
+		},
+		{
+			name:  "KEEP_FAILED_PVC false deletes it",
+			env:   map[string]string{"KEEP_FAILED_PVC": "false"},
+			check: func(t *testing.T, c Config) { wantBool(t, "KeepFailedPVC", c.KeepFailedPVC, false) },
+		},
+		{
+			name:   "KEEP_FAILED_PVC other values: a warning, and it is deleted",
+			env:    map[string]string{"KEEP_FAILED_PVC": "yes"},
+			issues: []string{"warn KEEP_FAILED_PVC"},
+			check:  func(t *testing.T, c Config) { wantBool(t, "KeepFailedPVC", c.KeepFailedPVC, false) },
+		},
+		{
+			name:   "FILER_HTTP_TIMEOUT not a positive number: an error, 300 kept",
+			env:    map[string]string{"FILER_HTTP_TIMEOUT": "0"},
+			issues: []string{"error FILER_HTTP_TIMEOUT"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerHTTPTimeout != DefaultFilerTimeout {
+					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
+				}
+			},
+		},
+		{
+			name: "FILER_POD_SECURITY_CONTEXT replaces the whole default",
+			env:  map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"runAsUser": 1000, "fsGroup": 2000}`},
+			check: func(t *testing.T, c Config) {
+				sc := c.FilerPodSecurityContext
+				if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 || sc.FSGroup == nil || *sc.FSGroup != 2000 {
+					t.Fatalf("pod security context %+v", sc)
+				}
+				if sc.RunAsNonRoot != nil || sc.SeccompProfile != nil {
+					t.Errorf("default fields kept: %+v", sc)
+				}
+			},
+		},
+		{
+			name: "FILER_POD_SECURITY_CONTEXT {} leaves it out",
+			env:  map[string]string{"FILER_POD_SECURITY_CONTEXT": "{}"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerPodSecurityContext != nil {
+					t.Errorf("pod security context %+v, want none", c.FilerPodSecurityContext)
+				}
+			},
+		},
+		{
+			name:   "FILER_POD_SECURITY_CONTEXT with an unknown field: an error, the default kept",
+			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"runAsUser": 1000, "runAsUsr": 5}`},
+			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
+				}
+			},
+		},
+		{
+			name:   "FILER_POD_SECURITY_CONTEXT with a field of the wrong type: an error, the default kept",
+			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"runAsUser": "root"}`},
+			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
+				}
+			},
+		},
+		{
+			name:   "FILER_POD_SECURITY_CONTEXT with a field in the wrong case: an error",
+			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"RunAsUser": 1000}`},
+			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
+				}
+			},
+		},
+		{
+			name:   "FILER_POD_SECURITY_CONTEXT not a JSON object: an error, the default kept",
+			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `[{"runAsUser": 1000}]`},
+			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
+				}
+			},
+		},
+		{
+			name: "FILER_SECURITY_CONTEXT replaces the container's default",
+			env:  map[string]string{"FILER_SECURITY_CONTEXT": `{"privileged": false, "capabilities": {"drop": ["NET_RAW"]}}`},
+			check: func(t *testing.T, c Config) {
+				want := &corev1.SecurityContext{Privileged: ptr(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}}
+				if !reflect.DeepEqual(c.FilerSecurityContext, want) {
+					t.Errorf("security context %+v, want %+v", c.FilerSecurityContext, want)
+				}
+			},
+		},
+		{
+			name: "FILER_SECURITY_CONTEXT {} leaves it out",
+			env:  map[string]string{"FILER_SECURITY_CONTEXT": " {} "},
+			check: func(t *testing.T, c Config) {
+				if c.FilerSecurityContext != nil {
+					t.Errorf("security context %+v, want none", c.FilerSecurityContext)
+				}
+			},
+		},
+		{
+			name:   "FILER_SECURITY_CONTEXT with a nested unknown field: an error, the default kept",
+			env:    map[string]string{"FILER_SECURITY_CONTEXT": `{"capabilities": {"remove": ["ALL"]}}`},
+			issues: []string{"error FILER_SECURITY_CONTEXT"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerSecurityContext, DefaultFilerSecurityContext()) {
+					t.Errorf("security context %+v, want the default", c.FilerSecurityContext)
+				}
+			},
+		},
+		{
+			name:   "FILER_SECURITY_CONTEXT not JSON: an error, the default kept",
+			env:    map[string]string{"FILER_SECURITY_CONTEXT": `privileged: false`},
+			issues: []string{"error FILER_SECURITY_CONTEXT"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerSecurityContext, DefaultFilerSecurityContext()) {
+					t.Errorf("security context %+v, want the default", c.FilerSecurityContext)
+				}
+			},
+		},
+		{
+			name: "FILER_RESOURCES sets the filer's requests and limits",
+			env:  map[string]string{"FILER_RESOURCES": `{"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}`},
+			check: func(t *testing.T, c Config) {
+				want := corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: quantity("100m"), corev1.ResourceMemory: quantity("256Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: quantity("1Gi")},
+				}
+				if !reflect.DeepEqual(c.FilerResources, want) {
+					t.Errorf("resources %+v, want %+v", c.FilerResources, want)
+				}
+			},
+		},
+		{
+			name: "FILER_RESOURCES {} sets none",
+			env:  map[string]string{"FILER_RESOURCES": `{}`},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerResources, corev1.ResourceRequirements{}) {
+					t.Errorf("resources %+v, want none", c.FilerResources)
+				}
+			},
+		},
+		{
+			name:   "FILER_RESOURCES with an unknown field: an error, none set",
+			env:    map[string]string{"FILER_RESOURCES": `{"request": {"cpu": "1"}}`},
+			issues: []string{"error FILER_RESOURCES"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerResources, corev1.ResourceRequirements{}) {
+					t.Errorf("resources %+v, want none", c.FilerResources)
+				}
+			},
+		},
+		{
+			name:   "FILER_RESOURCES with a field of the wrong type: an error, none set",
+			env:    map[string]string{"FILER_RESOURCES": `{"limits": ["1Gi"]}`},
+			issues: []string{"error FILER_RESOURCES"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerResources, corev1.ResourceRequirements{}) {
+					t.Errorf("resources %+v, want none", c.FilerResources)
+				}
+			},
+		},
+		{
+			name:   "FILER_RESOURCES not a JSON object: an error, none set",
+			env:    map[string]string{"FILER_RESOURCES": `"1Gi"`},
+			issues: []string{"error FILER_RESOURCES"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerResources, corev1.ResourceRequirements{}) {
+					t.Errorf("resources %+v, want none", c.FilerResources)
+				}
+			},
+		},
+		{
+			name:   "FILER_RESOURCES with trailing data: an error",
+			env:    map[string]string{"FILER_RESOURCES": `{} {}`},
+			issues: []string{"error FILER_RESOURCES"},
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.FilerResources, corev1.ResourceRequirements{}) {
+					t.Errorf("resources %+v, want none", c.FilerResources)
+				}
+			},
+		},
+		{
+			name:   "FTP credentials without TESK_FTP_SECRET_NAME: a warning, passed as values",
+			env:    map[string]string{"TESK_FTP_USERNAME": "alice", "TESK_FTP_PASSWORD": "s3cret"},
+			issues: []string{"warn TESK_FTP_USERNAME"},
+			check: func(t *testing.T, c Config) {
+				if c.FTPUsername != "alice" || c.FTPPassword != "s3cret" {
+					t.Errorf("FTP credentials %q %q", c.FTPUsername, c.FTPPassword)
+				}
+			},
+		},
+		{
+			name: "FTP credentials with TESK_FTP_SECRET_NAME: no warning",
+			env:  map[string]string{"TESK_FTP_USERNAME": "alice", "TESK_FTP_PASSWORD": "s3cret", "TESK_FTP_SECRET_NAME": "ftp-secret"},
+			check: func(t *testing.T, c Config) {
+				if c.FTPSecretName != "ftp-secret" {
+					t.Errorf("FTPSecretName %q", c.FTPSecretName)
+				}
+			},
+		},
+		{
+			name: "the filer's other settings are passed on as they are",
+			env: map[string]string{
+				"STORAGE_CLASS_NAME": "fast", "TESK_FTP_HOSTS": "ftp.example.org", "NETRC_SECRET_NAME": "netrc",
+				"HOST_BASE_PATH": "/host", "CONTAINER_BASE_PATH": "/transfer", "TRANSFER_PVC_NAME": "transfer-pvc",
+			},
+			check: func(t *testing.T, c Config) {
+				got := []string{c.StorageClassName, c.FTPHosts, c.NetrcSecretName, c.HostBasePath, c.ContainerBasePath, c.TransferPVCName}
+				want := []string{"fast", "ftp.example.org", "netrc", "/host", "/transfer", "transfer-pvc"}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("got %q, want %q", got, want)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, issues := LoadEnv(DefaultConfig(), func(k string) string { return c.env[k] })
+			var got []string
+			for _, i := range issues {
+				got = append(got, i.Level+" "+i.Name)
+				if i.Msg == "" {
+					t.Errorf("issue %s without a message", i.Name)
+				}
+			}
+			if !reflect.DeepEqual(got, c.issues) {
+				t.Errorf("issues %v (%v), want %v", got, issues, c.issues)
+			}
+			c.check(t, cfg)
+		})
+	}
+}
+
+// TestLoadEnvIssueNamesTheValue: the error says which value was ignored.
+func TestLoadEnvIssueNamesTheValue(t *testing.T) {
+	_, issues := LoadEnv(DefaultConfig(), func(k string) string {
+		if k == "TASK_TTL_SECONDS" {
+			return "forever"
+		}
+		return ""
+	})
+	if len(issues) != 1 || !strings.Contains(issues[0].String(), `"forever"`) || !strings.HasPrefix(issues[0].String(), "TASK_TTL_SECONDS: ") {
+		t.Errorf("issues %v, want one naming TASK_TTL_SECONDS and its value", issues)
+	}
+}
+
+func TestParsePodTimeout(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"240", 240 * time.Second, true},
+		{" 30 ", 30 * time.Second, true},
+		{"0.5", 500 * time.Millisecond, true},
+		{"2147483647", 2147483647 * time.Second, true},
+		{"0", 0, false},
+		{"-1", 0, false},
+		{"", 0, false},
+		{"4m", 0, false},
+		{"NaN", 0, false},
+		{"Inf", 0, false},
+		{"2147483648", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := ParsePodTimeout(c.in)
+			if (err == nil) != c.ok || got != c.want {
+				t.Errorf("ParsePodTimeout(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+			}
+		})
+	}
+}
+
+func TestFilerImage(t *testing.T) {
+	c := DefaultConfig()
+	c.FilerName, c.FilerVersion = "registry.example.org/filer", "0.11.0"
+	if got := c.FilerImage(); got != "registry.example.org/filer:0.11.0" {
+		t.Errorf("FilerImage = %q", got)
+	}
+}
+
+func wantInt32(t *testing.T, name string, p *int32, want int32) {
+	t.Helper()
+	if p == nil || *p != want {
+		t.Errorf("%s = %v, want %d", name, p, want)
+	}
+}
+
+func wantNil(t *testing.T, name string, p *int32) {
+	t.Helper()
+	if p != nil {
+		t.Errorf("%s = %d, want unset", name, *p)
+	}
+}
+
+func wantDuration(t *testing.T, name string, got, want time.Duration) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", name, got, want)
+	}
+}
+
+func wantBool(t *testing.T, name string, got, want bool) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", name, got, want)
+	}
+}

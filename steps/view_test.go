@@ -1,0 +1,186 @@
+package steps
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The view is DESIGN.md §5's GET /tasks/{namespace}/{task}: the TES 1.1
+// tesTask as the TESK API derives it from the cluster.
+
+func terminatedPod(part string, created, startedAt, finishedAt time.Time, code int32) *corev1.Pod {
+	phase := corev1.PodSucceeded
+	if code != 0 {
+		phase = corev1.PodFailed
+	}
+	p := podOf(part, phase, created)
+	p.Name = fmt.Sprintf("%s-%05d", ObjectName(testTask, part), created.Unix()%100000)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, StartedAt: metav1.NewTime(startedAt), FinishedAt: metav1.NewTime(finishedAt),
+	}}}}
+	return p
+}
+
+func runningPod(part string, created, startedAt time.Time) *corev1.Pod {
+	p := podOf(part, corev1.PodRunning, created)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(startedAt)}}}}
+	return p
+}
+
+func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func TestBuildViewStates(t *testing.T) {
+	started := func(parts ...string) *Progress {
+		p := progressOf(fullParts, "ev", ago(10*time.Minute), parts...)
+		return &p
+	}
+	ended := func(state, reason string) metav1.ObjectMeta {
+		return anchorWith(started(fullParts...), AnnotationState, state, AnnotationEnded, rfc(ago(time.Minute)), AnnotationReason, reason)
+	}
+	cases := []struct {
+		name   string
+		anchor metav1.ObjectMeta
+		jobs   map[string]*batchv1.Job
+		pods   []*corev1.Pod
+		state  string
+		sys    []string
+	}{
+		{"a submitted task not started yet is QUEUED", anchorWith(nil), nil, nil, StateQueued, nil},
+		{"a task whose inputs filer runs is INITIALIZING", anchorWith(started(PartPVC, PartInputsFiler)),
+			jobsOf(running(PartInputsFiler)), pods(runningPod(PartInputsFiler, ago(time.Minute), ago(time.Minute))), StateInitializing, nil},
+		{"a task whose executor runs is RUNNING", anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+			jobsOf(completed(PartInputsFiler), running("ex-00")), pods(runningPod("ex-00", ago(time.Minute), ago(time.Minute))), StateRunning, nil},
+		{"a task whose executor's pod waits to be scheduled is QUEUED", anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
+			jobsOf(completed(PartInputsFiler), running("ex-00")), pods(unschedulablePod("ex-00", ago(time.Minute))), StateQueued, nil},
+		{"a completed task is COMPLETE", ended(StateComplete, ""), nil, nil, StateComplete, nil},
+		{"a task whose executor failed is EXECUTOR_ERROR, with why", ended(StateExecutorError, "Job 'x' failed"), nil, nil, StateExecutorError, []string{"Job 'x' failed"}},
+		{"a task stopped by the system is SYSTEM_ERROR, with why", ended(StateSystemError, "Job 'x' was deleted while it ran"), nil, nil, StateSystemError, []string{"Job 'x' was deleted while it ran"}},
+		{"a cancelled task whose jobs are going is CANCELING", cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
+			jobsOf(completed(PartInputsFiler), deleting(running("ex-00"))), nil, StateCanceling, nil},
+		{"a cancelled task is CANCELED", ended(StateCanceled, "Task cancelled"), nil, nil, StateCanceled, []string{"Task cancelled"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := BuildView(c.anchor, c.jobs, c.pods, DefaultConfig(), t0)
+			if v.ID != testTask || v.State != c.state {
+				t.Errorf("id %s state %s, want %s %s", v.ID, v.State, testTask, c.state)
+			}
+			if len(v.Logs) != 1 {
+				t.Fatalf("%d task logs, want 1", len(v.Logs))
+			}
+			if !reflect.DeepEqual(v.Logs[0].SystemLogs, c.sys) {
+				t.Errorf("system_logs %q, want %q", v.Logs[0].SystemLogs, c.sys)
+			}
+			if v.CreationTime != rfc(c.anchor.CreationTimestamp.Time) || v.Logs[0].StartTime != v.CreationTime {
+				t.Errorf("creation_time %q start_time %q", v.CreationTime, v.Logs[0].StartTime)
+			}
+			if end := c.anchor.Annotations[AnnotationEnded]; v.Logs[0].EndTime != end {
+				t.Errorf("end_time %q, want %q", v.Logs[0].EndTime, end)
+			}
+		})
+	}
+}
+
+func TestBuildViewExecutors(t *testing.T) {
+	ex0Start, ex0End := ago(20*time.Minute), ago(15*time.Minute)
+	ex1Start, ex1End := ago(9*time.Minute), ago(8*time.Minute)
+	ex2Start := ago(3 * time.Minute)
+	anchor := anchorWith(ptr(progressOf([]string{"ex-00", "ex-01", "ex-02"}, "ev", ago(5*time.Minute), "ex-00", "ex-01", "ex-02")))
+	jobs := jobsOf(completed("ex-00"), ignoring(failed("ex-01")), running("ex-02"))
+	ps := pods(
+		terminatedPod("ex-00", ago(21*time.Minute), ex0Start, ex0End, 0),
+		// ex-01 ran twice (a retry): the last pod's exit code counts.
+		terminatedPod("ex-01", ago(12*time.Minute), ago(12*time.Minute), ago(11*time.Minute), 1),
+		terminatedPod("ex-01", ago(10*time.Minute), ex1Start, ex1End, 3),
+		runningPod("ex-02", ago(4*time.Minute), ex2Start),
+	)
+	v := BuildView(anchor, jobs, ps, DefaultConfig(), t0)
+	want := []ExecutorLog{
+		{StartTime: rfc(ex0Start), EndTime: rfc(ex0End), ExitCode: ptr(int32(0))},
+		{StartTime: rfc(ex1Start), EndTime: rfc(ex1End), ExitCode: ptr(int32(3))},
+		{StartTime: rfc(ex2Start)},
+	}
+	if got := v.Logs[0].Logs; !reflect.DeepEqual(got, want) {
+		t.Errorf("executor logs\n%s\nwant\n%s", show(got), show(want))
+	}
+	if v.State != StateRunning {
+		t.Errorf("state %s", v.State)
+	}
+}
+
+func TestBuildViewExecutorWithoutPods(t *testing.T) {
+	j := running("ex-00")
+	anchor := anchorWith(ptr(progressOf([]string{"ex-00"}, "ev", ago(5*time.Minute), "ex-00")))
+	v := BuildView(anchor, jobsOf(j), nil, DefaultConfig(), t0)
+	want := []ExecutorLog{{StartTime: rfc(j.Status.StartTime.Time)}}
+	if got := v.Logs[0].Logs; !reflect.DeepEqual(got, want) {
+		t.Errorf("executor logs %s, want the job's start time %s", show(got), show(want))
+	}
+}
+
+// TestBuildViewExecutorOrder: the executors are listed in their order, also
+// past ex-99.
+func TestBuildViewExecutorOrder(t *testing.T) {
+	const n = 102
+	var parts []string
+	var js []*batchv1.Job
+	var ps []*corev1.Pod
+	for i := 0; i < n; i++ {
+		part := ExecutorPart(i)
+		parts = append(parts, part)
+		js = append(js, completed(part))
+		ps = append(ps, terminatedPod(part, ago(time.Hour), ago(time.Hour), ago(time.Hour), int32(i%256)))
+	}
+	anchor := anchorWith(ptr(progressOf(parts, "ev", ago(time.Minute), parts...)))
+	v := BuildView(anchor, jobsOf(js...), ps, DefaultConfig(), t0)
+	if len(v.Logs[0].Logs) != n {
+		t.Fatalf("%d executor logs, want %d", len(v.Logs[0].Logs), n)
+	}
+	for i, l := range v.Logs[0].Logs {
+		if l.ExitCode == nil || *l.ExitCode != int32(i%256) {
+			t.Fatalf("executor log %d is %s, want executor %d's", i, show([]ExecutorLog{l}), i)
+		}
+	}
+}
+
+func TestBuildViewOutputs(t *testing.T) {
+	files := []FileLog{{URL: "s3://b/out.txt", Path: "/data/out/out.txt", SizeBytes: "5"}}
+	anchor := anchorWith(ptr(progressOf(fullParts, "ev", ago(time.Hour), fullParts...)), AnnotationState, StateComplete, AnnotationEnded, rfc(ago(time.Minute)))
+	outputs := annotate(completed(PartOutputsFiler), AnnotationOutputFileLogs, `[{"url":"s3://b/out.txt","path":"/data/out/out.txt","size_bytes":"5"}]`)
+	v := BuildView(anchor, jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), outputs), nil, DefaultConfig(), t0)
+	if !reflect.DeepEqual(v.Logs[0].Outputs, files) {
+		t.Errorf("outputs %+v, want %+v", v.Logs[0].Outputs, files)
+	}
+
+	t.Run("an unreadable annotation gives no outputs", func(t *testing.T) {
+		outputs := annotate(completed(PartOutputsFiler), AnnotationOutputFileLogs, `{broken`)
+		v := BuildView(anchor, jobsOf(outputs), nil, DefaultConfig(), t0)
+		if v.Logs[0].Outputs == nil || len(v.Logs[0].Outputs) != 0 {
+			t.Errorf("outputs %+v, want an empty list", v.Logs[0].Outputs)
+		}
+	})
+	t.Run("no outputs filer: an empty list, not null", func(t *testing.T) {
+		v := BuildView(anchorWith(nil), nil, nil, DefaultConfig(), t0)
+		if v.Logs[0].Outputs == nil || v.Logs[0].Logs == nil {
+			t.Errorf("outputs %v logs %v, want empty lists", v.Logs[0].Outputs, v.Logs[0].Logs)
+		}
+	})
+}
+
+func show(ls []ExecutorLog) string {
+	s := ""
+	for _, l := range ls {
+		code := "-"
+		if l.ExitCode != nil {
+			code = fmt.Sprint(*l.ExitCode)
+		}
+		s += fmt.Sprintf("{%s %s %s} ", l.StartTime, l.EndTime, code)
+	}
+	return s
+}
