@@ -19,13 +19,22 @@ const (
 	refPrefix      = apiServerPrefix + "ref."
 )
 
-// ref is the data of a ref-mode event.
+// ref names the object of an event: ref mode carries apiVersion, kind, name
+// and namespace; resource mode the object, with its name in metadata.
 type ref struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
 	Namespace  string `json:"namespace"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
 }
+
+// kindsByResource maps the resource of an event's subject
+// (/apis/batch/v1/namespaces/ns/jobs/name) to its kind.
+var kindsByResource = map[string]string{"jobs": "Job", "pods": "Pod", "configmaps": "ConfigMap"}
 
 // classifyAPIServer translates a Job, Pod or ConfigMap change into the step it
 // means. A change that asks for nothing (a job that still runs, a pod that is
@@ -51,6 +60,14 @@ func classifyAPIServer(ev *cloudevents.Event, namespace string) (Step, error) {
 	var r ref
 	if err := json.Unmarshal(ev.Data(), &r); err != nil {
 		return Step{}, bad("%s: data is not a Kubernetes object: %v", t, err)
+	}
+	if resource {
+		r.Name, r.Namespace = r.Metadata.Name, r.Metadata.Namespace
+	}
+	if r.Kind == "" {
+		if parts := strings.Split(ev.Subject(), "/"); len(parts) >= 2 {
+			r.Kind = kindsByResource[parts[len(parts)-2]]
+		}
 	}
 	if r.Kind == "" || r.Name == "" {
 		return Step{}, bad("%s: data has no kind or name", t)

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,11 +71,12 @@ var nsCounter atomic.Int64
 // env is one test's namespace, with the handler serving it under the Role of
 // config/knative and the ApiServerSource adapter feeding it.
 type env struct {
-	t      *testing.T
-	ns     string
-	url    string // the handler
-	srv    *server.Server
-	posted atomic.Int64
+	t       *testing.T
+	ns      string
+	url     string // the handler
+	srv     *server.Server
+	adapter *cluster.Adapter
+	posted  atomic.Int64
 }
 
 type envOptions struct {
@@ -122,7 +123,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).Sugar()
+	log := zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar()
 	srv, err := server.New(rc, cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +154,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			t.Fatalf("start adapter: %v", err)
 		}
 		t.Cleanup(func() { _ = a.Stop() })
+		e.adapter = a
 	}
 	return e
 }
@@ -424,3 +426,11 @@ type discard struct{}
 func (discard) Header() http.Header         { return http.Header{} }
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 func (discard) WriteHeader(int)             {}
+
+// e2eLogLevel is the handler's log level in tests: E2E_DEBUG=1 for debug.
+func e2eLogLevel() zapcore.Level {
+	if os.Getenv("E2E_DEBUG") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.InfoLevel
+}

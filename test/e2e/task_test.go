@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"testing"
 )
 
 // Pod fates of the local cluster (test/cluster/README.md).
@@ -80,3 +82,12 @@ func fail(code int) map[string]string {
 }
 
 func runFor(d string) map[string]string { return map[string]string{fateDelay: d} }
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
