@@ -163,11 +163,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 // config/knative/rbac.yaml into the namespace.
 func applyRole(t *testing.T, ns string, change func(map[string]any)) {
 	t.Helper()
-	rbacPath := filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml")
-	if p := os.Getenv("E2E_RBAC_TMP"); p != "" {
-		rbacPath = p
-	}
-	data, err := os.ReadFile(rbacPath)
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml"))
 	if err != nil {
 		t.Fatalf("the handler's RBAC: %v", err)
 	}

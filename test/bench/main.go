@@ -1,0 +1,602 @@
+// Command bench measures the service on the local cluster and prints
+// figures: step latency (a job's terminal condition to the next job's
+// creation, as seen by a watch), handler time, API requests per step and for
+// a waiting task, the cost of a sweep over 1,000 and 10,000 tasks, events per
+// second of one handler, and cold start to ready. Medians and percentiles are
+// of one run; the machine is shared, so compare figures of the same run.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+)
+
+var (
+	flagTasks     = flag.Int("tasks", 40, "tasks for the step latency")
+	flagExecutors = flag.Int("executors", 4, "executors per task")
+	flagParallel  = flag.Int("parallel", 4, "tasks running at once")
+	flagSweep     = flag.String("sweep", "1000,10000", "task counts of the sweep benchmark")
+	flagDuration  = flag.Duration("load", 10*time.Second, "duration of each events-per-second run")
+	flagStarts    = flag.Int("starts", 7, "cold starts to time")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	fmt.Printf("machine: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
+	begin := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{NodeCPU: "100000", NodePods: "100000"})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Stop() }()
+	fmt.Printf("local cluster started in %.1fs\n\n", time.Since(begin).Seconds())
+
+	if err := benchSteps(ctx, c); err != nil {
+		return err
+	}
+	if err := benchSweepAndLoad(ctx, c); err != nil {
+		return err
+	}
+	return benchColdStart(ctx, c)
+}
+
+// instrumented is a handler whose API requests are counted per event.
+type instrumented struct {
+	srv      *server.Server
+	echo     *echo.Echo
+	mu       sync.Mutex
+	byKind   map[string][]sample
+	requests atomic.Int64
+}
+
+type sample struct {
+	dur      time.Duration
+	requests int64
+}
+
+type counterKey struct{}
+
+type countingTransport struct {
+	next  http.RoundTripper
+	total *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.total.Add(1)
+	if n, ok := r.Context().Value(counterKey{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
+	return t.next.RoundTrip(r)
+}
+
+func newInstrumented(ctx context.Context, c *cluster.Cluster, ns string, cfg steps.Config) (*instrumented, error) {
+	if err := setupNamespace(ctx, c, ns); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ns, "tesk-handler")
+	if err != nil {
+		return nil, err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	in := &instrumented{byKind: map[string][]sample{}}
+	rc.QPS, rc.Burst = 500, 1000
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, total: &in.requests} })
+	cfg.Namespace = ns
+	srv, err := server.New(rc, cfg, zap.NewNop().Sugar())
+	if err != nil {
+		return nil, err
+	}
+	in.srv = srv
+	in.echo = srv.Echo()
+	return in, nil
+}
+
+// ServeHTTP times each event and counts its API requests, by what it did.
+func (in *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := new(atomic.Int64)
+	r = r.WithContext(context.WithValue(r.Context(), counterKey{}, n))
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	in.echo.ServeHTTP(rec, r)
+	d := time.Since(start)
+	kind := classify(r.Header.Get("Ce-Type"), rec.Body.Bytes())
+	in.mu.Lock()
+	in.byKind[kind] = append(in.byKind[kind], sample{dur: d, requests: n.Load()})
+	in.mu.Unlock()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// classify names what an event did: ignored, a step that created a job, a
+// step that only looked, ...
+func classify(typ string, body []byte) string {
+	var res struct {
+		Ignored string `json:"ignored"`
+		Actions []struct {
+			Kind string `json:"kind"`
+		} `json:"actions"`
+	}
+	_ = json.Unmarshal(body, &res)
+	switch {
+	case res.Ignored != "":
+		return "ignored (job running, pod starting)"
+	case typ == "task.submitted":
+		return "task.submitted (PVC-less: first executor)"
+	case typ == "dev.knative.sources.ping":
+		return "sweep"
+	}
+	for _, a := range res.Actions {
+		if a.Kind == string(steps.CreateJob) {
+			return "step: next job created"
+		}
+	}
+	if len(res.Actions) > 0 {
+		return "step: task ended"
+	}
+	return "step: nothing due"
+}
+
+func setupNamespace(ctx context.Context, c *cluster.Cluster, ns string) error {
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join("config", "knative", "rbac.yaml"))
+	if err != nil {
+		return err
+	}
+	objs, err := cluster.DecodeManifest(data)
+	if err != nil {
+		return err
+	}
+	var docs [][]byte
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		if subs, ok := o.Object["subjects"].([]any); ok {
+			for _, s := range subs {
+				if m, ok := s.(map[string]any); ok {
+					m["namespace"] = ns
+				}
+			}
+		}
+		b, _ := yaml.Marshal(o.Object)
+		docs = append(docs, b)
+	}
+	return c.Apply(ctx, bytes.Join(docs, []byte("\n---\n")))
+}
+
+func executorJob(task string, i int) batchv1.Job {
+	var j batchv1.Job
+	j.Name = fmt.Sprintf("%s-ex-%02d", task, i)
+	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "main", Image: "ubuntu:24.04", Command: []string{"true"}}}
+	return j
+}
+
+// benchSteps runs tasks end to end through the adapter and measures each
+// step.
+func benchSteps(ctx context.Context, c *cluster.Cluster) error {
+	ns := "bench-steps"
+	cfg := steps.DefaultConfig()
+	in, err := newInstrumented(ctx, c, ns, cfg)
+	if err != nil {
+		return err
+	}
+	hs := httptest.NewServer(in)
+	defer hs.Close()
+	a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
+		Namespace: ns, Sink: hs.URL,
+		Resources: []cluster.AdapterResource{
+			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: steps.LabelTask},
+			{Version: "v1", Resource: "pods", LabelSelector: steps.LabelTask},
+			{Version: "v1", Resource: "configmaps", LabelSelector: steps.LabelTask},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = a.Stop() }()
+
+	// Watch the jobs: when each got a terminal condition, when each was added.
+	w, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	ended, added := map[string]time.Time{}, map[string]time.Time{}
+	go func() {
+		for ev := range w.ResultChan() {
+			j, ok := ev.Object.(*batchv1.Job)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			if ev.Type == watch.Added {
+				if _, seen := added[j.Name]; !seen {
+					added[j.Name] = now
+				}
+			}
+			if _, seen := ended[j.Name]; !seen && steps.StatusOf(j) != steps.JobRunning {
+				ended[j.Name] = now
+			}
+			mu.Unlock()
+		}
+	}()
+
+	tasks := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	start := time.Now()
+	for p := 0; p < *flagParallel; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range tasks {
+				if err := runTask(hs.URL, ns, fmt.Sprintf("bench-%04d", i)); err != nil {
+					fmt.Fprintln(os.Stderr, "bench:", err)
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	for i := 0; i < *flagTasks; i++ {
+		tasks <- i
+	}
+	close(tasks)
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed.Load() > 0 {
+		return fmt.Errorf("%d tasks did not complete", failed.Load())
+	}
+
+	mu.Lock()
+	var lat []time.Duration
+	for i := 0; i < *flagTasks; i++ {
+		task := fmt.Sprintf("bench-%04d", i)
+		for k := 0; k+1 < *flagExecutors; k++ {
+			e, ok1 := ended[fmt.Sprintf("%s-ex-%02d", task, k)]
+			n, ok2 := added[fmt.Sprintf("%s-ex-%02d", task, k+1)]
+			if ok1 && ok2 {
+				lat = append(lat, n.Sub(e))
+			}
+		}
+	}
+	mu.Unlock()
+
+	fmt.Printf("== Steps: %d tasks of %d executors (no PVC), %d at once, fed by the ApiServerSource adapter; %.1fs\n",
+		*flagTasks, *flagExecutors, *flagParallel, elapsed.Seconds())
+	fmt.Printf("step latency (job's terminal condition seen -> next job added, both by one watch), %d steps:\n  %s\n", len(lat), pct(lat))
+	in.mu.Lock()
+	kinds := make([]string, 0, len(in.byKind))
+	for k := range in.byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	fmt.Printf("handler time and API requests per event:\n")
+	for _, k := range kinds {
+		ss := in.byKind[k]
+		var ds []time.Duration
+		var reqs []int64
+		for _, s := range ss {
+			ds = append(ds, s.dur)
+			reqs = append(reqs, s.requests)
+		}
+		fmt.Printf("  %-42s n=%-5d time %s  requests %s\n", k, len(ss), pct(ds), ipct(reqs))
+	}
+	in.mu.Unlock()
+	fmt.Println()
+	return nil
+}
+
+// runTask submits a task and waits for it to complete.
+func runTask(url, ns, task string) error {
+	spec := taskspec.Task{}
+	for i := 0; i < *flagExecutors; i++ {
+		spec.Executors = append(spec.Executors, executorJob(task, i))
+	}
+	raw, _ := json.Marshal(spec)
+	data, _ := json.Marshal(map[string]any{"task": task, "input": json.RawMessage(raw)})
+	if _, err := postEvent(url, "task.submitted", data); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/tasks/" + ns + "/" + task)
+		if err == nil {
+			var v steps.TesTask
+			_ = json.NewDecoder(resp.Body).Decode(&v)
+			resp.Body.Close()
+			switch v.State {
+			case steps.StateComplete:
+				return nil
+			case steps.StateExecutorError, steps.StateSystemError:
+				return fmt.Errorf("task %s ended %s", task, v.State)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("task %s did not complete in 2 minutes", task)
+}
+
+var eventSeq atomic.Int64
+
+func postEvent(url, typ string, data []byte) (int, error) {
+	req, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewReader(data))
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Ce-Id", fmt.Sprintf("bench-%d", eventSeq.Add(1)))
+	req.Header.Set("Ce-Source", "bench")
+	req.Header.Set("Ce-Type", typ)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("%s: %s", typ, resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// benchSweepAndLoad creates many waiting tasks (an anchor and a suspended
+// executor job each, as a task whose executor runs), then times sweeps over
+// them and the events one handler takes per second.
+func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
+	ns := "bench-sweep"
+	in, err := newInstrumented(ctx, c, ns, steps.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	counts := []int{}
+	for _, s := range strings.Split(*flagSweep, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err == nil && n > 0 {
+			counts = append(counts, n)
+		}
+	}
+	have := 0
+	fmt.Printf("== Sweep: waiting tasks (anchor + one running executor job each), sweeps of the namespace\n")
+	for _, n := range counts {
+		begin := time.Now()
+		if err := createWaitingTasks(ctx, c, ns, have, n); err != nil {
+			return err
+		}
+		fmt.Printf("  created %d tasks in %.1fs\n", n-have, time.Since(begin).Seconds())
+		have = n
+		var ds []time.Duration
+		var reqs []int64
+		var lists []int64
+		var heap []int64
+		for i := 0; i < 5; i++ {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			counter := new(atomic.Int64)
+			listCtx := context.WithValue(ctx, counterKey{}, counter)
+			start := time.Now()
+			res, err := in.srv.Runner.Sweep(listCtx, ns, in.srv.Metadata)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, time.Since(start))
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			reqs = append(reqs, counter.Load())
+			lists = append(lists, int64(len(res.Stepped)))
+			heap = append(heap, int64(after.TotalAlloc-before.TotalAlloc)>>20)
+			if res.Tasks != n || res.Active != n {
+				return fmt.Errorf("sweep saw %d tasks (%d active), want %d", res.Tasks, res.Active, n)
+			}
+		}
+		fmt.Printf("  %6d tasks: sweep %s  API requests %s  tasks stepped %s  allocated MiB %s\n", n, pct(ds), ipct(reqs), ipct(lists), ipct(heap))
+	}
+
+	// Events per second against one handler: steps that read the task and
+	// find nothing due (job.finished of a running job), and ApiServerSource
+	// updates of running jobs (ignored without a request).
+	hs := httptest.NewServer(in)
+	defer hs.Close()
+	fmt.Printf("\n== Load: one handler, %s per run, 64 concurrent senders over loopback\n", *flagDuration)
+	before := in.requests.Load()
+	n, errs := load(hs.URL, "job.finished", func(i int) []byte {
+		task := fmt.Sprintf("wait-%05d", i%have)
+		return []byte(fmt.Sprintf(`{"task":%q,"job":"%s-ex-00"}`, task, task))
+	})
+	fmt.Printf("  job.finished, nothing due (GET anchor + LIST jobs): %.0f events/s, %.2f API requests per event, %d errors\n",
+		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
+	running, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "wait-00000-ex-00", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	running.APIVersion, running.Kind = "batch/v1", "Job"
+	obj, _ := json.Marshal(running)
+	before = in.requests.Load()
+	n, errs = load(hs.URL, "dev.knative.apiserver.resource.update", func(int) []byte { return obj })
+	fmt.Printf("  ApiServerSource update of a running job (ignored):   %.0f events/s, %.2f API requests per event, %d errors\n\n",
+		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
+	return nil
+}
+
+func load(url, typ string, data func(i int) []byte) (int, int) {
+	var n, errs atomic.Int64
+	var seq atomic.Int64
+	deadline := time.Now().Add(*flagDuration)
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				i := int(seq.Add(1))
+				req, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewReader(data(i)))
+				req.Header.Set("Ce-Specversion", "1.0")
+				req.Header.Set("Ce-Id", fmt.Sprintf("load-%d", i))
+				req.Header.Set("Ce-Source", "bench")
+				req.Header.Set("Ce-Subject", "/apis/batch/v1/namespaces/x/jobs/y")
+				req.Header.Set("Ce-Type", typ)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					errs.Add(1)
+				}
+				if resp != nil {
+					resp.Body.Close()
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(n.Load()), int(errs.Load())
+}
+
+// createWaitingTasks creates tasks from..to-1: an anchor whose progress says
+// ex-00 started, and ex-00 as a suspended job (it runs, and has no pods).
+func createWaitingTasks(ctx context.Context, c *cluster.Cluster, ns string, from, to int) error {
+	spec, _ := json.Marshal(taskspec.Task{Executors: []batchv1.Job{executorJob("x", 0)}})
+	gz := taskspec.Gzip(spec)
+	idx := make(chan int)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				task := fmt.Sprintf("wait-%05d", i)
+				prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+				cm, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: task, Labels: map[string]string{steps.LabelTask: task},
+						Annotations: map[string]string{steps.AnnotationProgress: prog.String()}},
+					BinaryData: map[string][]byte{taskspec.ConfigMapKey: gz},
+				}, metav1.CreateOptions{})
+				if err == nil {
+					job := steps.BuildExecutorJob(steps.Anchor{Name: task, Namespace: ns, UID: cm.UID},
+						&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, steps.DefaultConfig())
+					yes := true
+					job.Spec.Suspend = &yes
+					_, err = c.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+				}
+				if err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := from; i < to; i++ {
+		idx <- i
+	}
+	close(idx)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// benchColdStart times the handler binary from exec to a ready /readyz.
+func benchColdStart(ctx context.Context, c *cluster.Cluster) error {
+	bin := filepath.Join("bin", "handler")
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s: run `make build` first", bin)
+	}
+	var ds []time.Duration
+	for i := 0; i < *flagStarts; i++ {
+		port := 18080 + i
+		cmd := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "--namespace", "bench-steps", "--port", fmt.Sprint(port))
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		ready := false
+		for time.Since(start) < 10*time.Second {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ready = true
+					break
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		d := time.Since(start)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if !ready {
+			return fmt.Errorf("the handler was not ready within 10 s")
+		}
+		ds = append(ds, d)
+	}
+	fmt.Printf("== Cold start: exec of bin/handler to /readyz answering 200, %d starts\n  %s\n", len(ds), pct(ds))
+	return nil
+}
+
+func pct(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no samples"
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	r := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(at(0.5)), r(at(0.9)), r(at(0.99)), r(s[len(s)-1]))
+}
+
+func ipct(v []int64) string {
+	if len(v) == 0 {
+		return "no samples"
+	}
+	s := append([]int64(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return fmt.Sprintf("median %d max %d", s[len(s)/2], s[len(s)-1])
+}
