@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,4 +132,11 @@ func uploadedEq(a, b []taskspec.UploadedFile) bool {
 		}
 	}
 	return true
+}
+
+// newHTTPTestServer serves st on loopback for the test's duration.
+func newHTTPTestServer(t *testing.T, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

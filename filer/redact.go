@@ -11,12 +11,18 @@ import (
 // tokens). A string that does not parse is cut at the first '?' or '#' and
 // stripped of anything before an '@' in its authority.
 func Redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
-		r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath, Opaque: u.Opaque}
-		if r.Opaque != "" {
-			// mailto:x?y: an opaque URL keeps no authority to strip.
-			r.Opaque, _, _ = strings.Cut(r.Opaque, "?")
+	u, err := url.Parse(raw)
+	if err == nil && u.Opaque != "" {
+		// scheme:opaque, e.g. user:password@host parsed as a URL with
+		// the scheme "user": keep what follows the last '@'.
+		o, _, _ := strings.Cut(u.Opaque, "?")
+		if i := strings.LastIndex(o, "@"); i >= 0 {
+			return o[i+1:]
 		}
+		return u.Scheme + ":" + o
+	}
+	if err == nil && (u.Scheme != "" || u.Host != "" || u.User != nil) {
+		r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
 		return r.String()
 	}
 	s := raw
@@ -24,19 +30,19 @@ func Redact(raw string) string {
 		s = s[:i]
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		// Not a URL at all: keep what comes after the last '@', so that
-		// a user:password@ prefix never shows.
+	if !ok || schemeOf(scheme+":") == "" {
+		// Not a URL: keep what follows the last '@', so that a
+		// user:password@ prefix never shows.
 		if i := strings.LastIndex(s, "@"); i >= 0 {
 			s = s[i+1:]
 		}
 		return s
 	}
-	auth, p, _ := strings.Cut(rest, "/")
+	auth, p, slash := strings.Cut(rest, "/")
 	if i := strings.LastIndex(auth, "@"); i >= 0 {
 		auth = auth[i+1:]
 	}
-	if p != "" || strings.Contains(rest, "/") {
+	if slash {
 		return scheme + "://" + auth + "/" + p
 	}
 	return scheme + "://" + auth

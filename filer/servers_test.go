@@ -332,6 +332,7 @@ secure_chroot_dir=/var/run/vsftpd/empty
 userlist_enable=NO
 max_clients=100
 max_per_ip=100
+delay_failed_login=0
 xferlog_enable=YES
 log_ftp_protocol=YES
 vsftpd_log_file=%s

@@ -33,10 +33,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# vsftpd changes into the user's home at login, before the tests' local_root.
+FTP_HOME=/var/lib/$FTP_USER
 if ! id "$FTP_USER" >/dev/null 2>&1; then
   as_root "create the FTP test user"
   log "creating user $FTP_USER"
-  useradd --system --no-create-home --home-dir /nonexistent --shell /bin/sh "$FTP_USER"
+  useradd --system --no-create-home --home-dir "$FTP_HOME" --shell /bin/sh "$FTP_USER"
+fi
+if [ "$(getent passwd "$FTP_USER" | cut -d: -f6)" != "$FTP_HOME" ]; then
+  as_root "set the home of $FTP_USER"
+  usermod --home "$FTP_HOME" "$FTP_USER"
+fi
+if [ ! -d "$FTP_HOME" ]; then
+  as_root "create $FTP_HOME"
+  install -d -o "$FTP_USER" -m 0755 "$FTP_HOME"
 fi
 # vsftpd's PAM config wants the user's shell listed in /etc/shells.
 if ! grep -qx /bin/sh /etc/shells 2>/dev/null; then

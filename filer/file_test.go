@@ -1,0 +1,80 @@
+package filer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+func fileOptions(t *testing.T) (Options, string) {
+	opts, _ := testOptions(t)
+	opts.HostBasePath = "/transfer/host"
+	opts.ContainerBasePath = t.TempDir()
+	return opts, opts.ContainerBasePath
+}
+
+func TestFileURLs(t *testing.T) {
+	opts, base := fileOptions(t)
+	writeFile(t, filepath.Join(base, "in/a.txt"), "file a")
+	writeFile(t, filepath.Join(base, "in/tree/b.txt"), "B")
+	writeFile(t, filepath.Join(base, "in/tree/sub/c.txt"), "C")
+	os.MkdirAll(filepath.Join(base, "in/tree/empty"), 0o755)
+	os.Symlink("b.txt", filepath.Join(base, "in/tree/link.txt"))
+	task := newTask([]taskspec.Input{
+		{URL: "file:///transfer/host/in/a.txt", Path: "/data/a.txt"},
+		{URL: "file://localhost/transfer/host/in/tree", Path: "/data/tree", Type: taskspec.TypeDirectory},
+	}, []taskspec.Output{
+		{URL: "file:///transfer/host/out/a.txt", Path: "/data/a.txt"},
+		{URL: "file:///transfer/host/out/tree", Path: "/data/tree", Type: taskspec.TypeDirectory},
+	})
+	mustRun(t, ModeInputs, task, opts)
+	for p, want := range map[string]string{"/data/a.txt": "file a", "/data/tree/b.txt": "B", "/data/tree/sub/c.txt": "C", "/data/tree/link.txt": "B"} {
+		if got := readFile(t, inTask(opts, p)); got != want {
+			t.Errorf("%s holds %q, want %q", p, got, want)
+		}
+	}
+	if fi, err := os.Stat(inTask(opts, "/data/tree/empty")); err != nil || !fi.IsDir() {
+		t.Errorf("empty directory: %v", err)
+	}
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != 4 {
+		t.Errorf("uploaded %+v", files)
+	}
+	for p, want := range map[string]string{"out/a.txt": "file a", "out/tree/b.txt": "B", "out/tree/sub/c.txt": "C", "out/tree/link.txt": "B"} {
+		if got := readFile(t, filepath.Join(base, p)); got != want {
+			t.Errorf("%s holds %q, want %q", p, got, want)
+		}
+	}
+}
+
+func TestFileURLsStayBelowBasePath(t *testing.T) {
+	opts, base := fileOptions(t)
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "secret"), "secret")
+	os.Symlink(outside, filepath.Join(base, "escape"))
+	os.Symlink("../../../../../../../.."+outside, filepath.Join(base, "escape2"))
+	writeFile(t, inTask(opts, "/data/o"), "o")
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"file:///etc/passwd", "not below HOST_BASE_PATH"},
+		{"file:///transfer/hostile/x", "not below HOST_BASE_PATH"},
+		{"file:///transfer/host/../host2/x", "'..'"},
+		{"file://otherhost/transfer/host/x", "host \"otherhost\" is not allowed"},
+		{"file:///transfer/host/escape/secret", "escape"},
+		{"file:///transfer/host/escape2/secret", "escape"},
+	} {
+		task := newTask([]taskspec.Input{{URL: tc.url, Path: "/data/x"}}, nil)
+		wantContains(t, "input error", runErr(t, ModeInputs, task, opts), "inputs[0]", tc.want)
+		task = newTask(nil, []taskspec.Output{{URL: tc.url, Path: "/data/o"}})
+		wantContains(t, "output error", runErr(t, ModeOutputs, task, opts), "outputs[0]", tc.want)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("something was written outside the base path: %v", entries)
+	}
+	opts.HostBasePath, opts.ContainerBasePath = "", ""
+	task := newTask([]taskspec.Input{{URL: "file:///transfer/host/x", Path: "/data/x"}}, nil)
+	wantContains(t, "error", runErr(t, ModeInputs, task, opts), "HOST_BASE_PATH")
+}

@@ -1,0 +1,206 @@
+package filer
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://host/path/x.txt":                         "https://host/path/x.txt",
+		"https://user:pw@host:8443/p?X-Amz-Signature=abc": "https://host:8443/p",
+		"http://host/p#frag":                              "http://host/p",
+		"ftp://user@host/dir/":                            "ftp://host/dir/",
+		"s3://bucket/key/with space":                      "s3://bucket/key/with%20space",
+		"s3://bucket":                                     "s3://bucket",
+		"file:///transfer/x":                              "file:///transfer/x",
+		"http://u:p@h/%zz?secret":                         "http://h/%zz",
+		"http://u:p@h":                                    "http://h",
+		"user:pw@host/path?x":                             "host/path",
+		"no url at all":                                   "no url at all",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestScrubber(t *testing.T) {
+	s := &scrubber{}
+	s.addURL("https://alice:p%40ss-word@host/p?sig=abcdef123&x=1")
+	s.addURL("ftp://bob:hunter22@h/x")
+	s.add("ab") // too short to scrub
+	msg := `Get "https://alice:p%40ss-word@host/p?sig=abcdef123&x=1": failed; password p@ss-word; hunter22; ab`
+	got := s.scrub(msg)
+	wantNotContains(t, "scrubbed", got, "p%40ss-word", "p@ss-word", "abcdef123", "hunter22", "sig=")
+	wantContains(t, "scrubbed", got, "https://", "failed", "; ab")
+}
+
+func TestParseNetrc(t *testing.T) {
+	n, err := parseNetrc(`# comment
+machine a.example login alice password pa
+machine B.example
+  login bob
+  password pb account acct
+macdef init
+  cd /tmp
+  machine evil login x password y
+
+default login anon password pd
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]netrcEntry{
+		"a.example": {"alice", "pa"},
+		"b.example": {"bob", "pb"},
+		"other":     {"anon", "pd"},
+		"evil":      {"anon", "pd"}, // inside a macro: not a machine
+	} {
+		if got, ok := n.lookup(host); !ok || got != want {
+			t.Errorf("lookup(%q) = %+v, %v; want %+v", host, got, ok, want)
+		}
+	}
+	n2, _ := parseNetrc("machine only login u password p\n")
+	if _, ok := n2.lookup("other"); ok {
+		t.Error("a host without entry or default got credentials")
+	}
+	if _, err := parseNetrc("machine"); err == nil {
+		t.Error("truncated netrc accepted")
+	}
+	var nilNetrc *netrc
+	if _, ok := nilNetrc.lookup("x"); ok {
+		t.Error("nil netrc has credentials")
+	}
+}
+
+func TestCredsAllowed(t *testing.T) {
+	hosts := []string{"ftp.example.org", "data.example.org:2121", "[::1]"}
+	for _, tc := range []struct {
+		host, port string
+		want       bool
+	}{
+		{"ftp.example.org", "21", true},
+		{"FTP.Example.ORG", "21", true},
+		{"ftp.example.org.", "21", true},
+		{"ftp.example.org", "2121", true},
+		{"data.example.org", "2121", true},
+		{"data.example.org", "21", false},
+		{"evil.example.org", "21", false},
+		{"ftp.example.org.evil", "21", false},
+		{"::1", "21", true},
+		{"", "21", false},
+	} {
+		if got := credsAllowed(hosts, tc.host, tc.port); got != tc.want {
+			t.Errorf("credsAllowed(%q, %q) = %v", tc.host, tc.port, got)
+		}
+	}
+	if credsAllowed(nil, "x", "21") {
+		t.Error("no hosts allowed x")
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		timeout string
+		want    time.Duration
+		err     bool
+	}{
+		{"", DefaultHTTPTimeout, false},
+		{"  ", DefaultHTTPTimeout, false},
+		{"60", 60 * time.Second, false},
+		{" 12 ", 12 * time.Second, false},
+		{"0.5", 500 * time.Millisecond, false},
+		{"0", 0, true},
+		{"-3", 0, true},
+		{"ten", 0, true},
+	} {
+		t.Setenv("FILER_HTTP_TIMEOUT", tc.timeout)
+		o, err := OptionsFromEnv()
+		if tc.err {
+			if err == nil || !strings.Contains(err.Error(), "FILER_HTTP_TIMEOUT") {
+				t.Errorf("FILER_HTTP_TIMEOUT=%q: error %v", tc.timeout, err)
+			}
+			continue
+		}
+		if err != nil || o.withDefaults().HTTPTimeout != tc.want {
+			t.Errorf("FILER_HTTP_TIMEOUT=%q: %v, %v", tc.timeout, o.HTTPTimeout, err)
+		}
+	}
+	t.Setenv("FILER_HTTP_TIMEOUT", "")
+	t.Setenv("TESK_FTP_USERNAME", "u")
+	t.Setenv("TESK_FTP_PASSWORD", "p")
+	t.Setenv("TESK_FTP_HOSTS", " ftp.a.org, ,FTP.b.org ")
+	t.Setenv("NETRC", "/netrc/.netrc")
+	t.Setenv("AWS_CONFIG_FILE", "/aws/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/aws/credentials")
+	t.Setenv("HOST_BASE_PATH", "/host")
+	t.Setenv("CONTAINER_BASE_PATH", "/transfer")
+	t.Setenv("TESK_TASK_DIR", "/elsewhere")
+	o, err := OptionsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.FTPUser != "u" || o.FTPPassword != "p" || strings.Join(o.FTPHosts, "|") != "ftp.a.org|ftp.b.org" ||
+		o.NetrcPath != "/netrc/.netrc" || o.AWS.ConfigFile != "/aws/config" || o.AWS.CredentialsFile != "/aws/credentials" ||
+		o.HostBasePath != "/host" || o.ContainerBasePath != "/transfer" || o.TaskDir != "/elsewhere" {
+		t.Errorf("options: %+v", o)
+	}
+	t.Setenv("TESK_TASK_DIR", "")
+	if d := (Options{}).withDefaults(); d.TaskDir != "/tesk/task" || d.Parallelism != DefaultParallelism || d.Logger == nil {
+		t.Errorf("defaults: %+v", d)
+	}
+}
+
+func TestDebugFromEnv(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "0": false, "false": false, "1": true, "true": true, "TRUE": true, "yes": true, "on": true} {
+		t.Setenv("DEBUG", v)
+		if got := DebugFromEnv(); got != want {
+			t.Errorf("DEBUG=%q: %v", v, got)
+		}
+	}
+}
+
+func TestSchemeOf(t *testing.T) {
+	for in, want := range map[string]string{"HTTPS://x": "https", "s3://b/k": "s3", "/abs": "", "c:": "c", "no scheme": "", ":x": "", "a b:c": ""} {
+		if got := schemeOf(in); got != want {
+			t.Errorf("schemeOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseS3(t *testing.T) {
+	for _, tc := range []struct {
+		in, bucket, key string
+		ok              bool
+	}{
+		{"s3://b/k", "b", "k", true},
+		{"S3://b/dir/k with space%20", "b", "dir/k with space%20", true},
+		{"s3://b", "b", "", true},
+		{"s3:///k", "", "", false},
+		{"s3://u:p@b/k", "", "", false},
+		{"http://b/k", "", "", false},
+	} {
+		b, k, err := parseS3(tc.in)
+		if (err == nil) != tc.ok || b != tc.bucket || k != tc.key {
+			t.Errorf("parseS3(%q) = %q, %q, %v", tc.in, b, k, err)
+		}
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{Mode: ModeInputs, Index: 2, URL: "s3://b/k", Path: "/data/x", msg: "boom"}, "inputs[2] s3://b/k -> /data/x: boom"},
+		{Error{Mode: ModeOutputs, Index: 0, URL: "s3://b/k", Path: "/data/x", msg: "boom"}, "outputs[0] /data/x -> s3://b/k: boom"},
+		{Error{Mode: ModeInputs, Index: 1, Path: "/data/x", msg: "boom"}, "inputs[1] /data/x: boom"},
+		{Error{Mode: ModeInputs, Index: 1, msg: "boom"}, "inputs[1]: boom"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
