@@ -409,3 +409,21 @@ func TestParallelTransfers(t *testing.T) {
 		}
 	}
 }
+
+// File names that need escaping in a URL reach the server as themselves.
+func TestHTTPOddNames(t *testing.T) {
+	st := newStore()
+	srv := httptest.NewServer(st)
+	defer srv.Close()
+	opts, _ := testOptions(t)
+	name := "a b?c#d%e é.txt"
+	writeFile(t, inTask(opts, "/data/out/"+name), "odd")
+	task := newTask(nil, []taskspec.Output{{URL: srv.URL + "/up?token=t1", Path: "/data/out", Type: taskspec.TypeDirectory}})
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != 1 || files[0].Path != "/data/out/"+name {
+		t.Fatalf("uploaded %+v", files)
+	}
+	if got, ok := st.get("/up/" + name); !ok || got != "odd" {
+		t.Errorf("server has %v", st.files)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -106,6 +108,11 @@ func TestS3Multipart(t *testing.T) {
 	files := mustRun(t, ModeOutputs, task, opts)
 	if len(files) != 1 || files[0].SizeBytes != fmt.Sprint(12<<20+12345) {
 		t.Errorf("uploaded %+v", files)
+	}
+	// A multipart object's ETag ends in -<parts>.
+	head, err := srv.client().HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("big.bin")})
+	if err != nil || !strings.HasSuffix(strings.Trim(aws.ToString(head.ETag), `"`), "-3") {
+		t.Errorf("not a 3-part upload: ETag %v, %v", head, err)
 	}
 	mustRun(t, ModeInputs, task, opts)
 	g, _ := os.Open(inTask(opts, "/data/again/big.bin"))
@@ -206,5 +213,25 @@ func TestAddressingStyle(t *testing.T) {
 	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "none"}); got != "" {
 		t.Errorf("none: %q", got)
 	}
-	_ = strings.TrimSpace
+}
+
+// Object keys are taken literally, also with characters a URL would escape.
+func TestS3OddKeys(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	name := "a b?c#d%e é.txt"
+	srv.put(t, b, "in/"+name, "odd")
+	opts, _ := testOptions(t)
+	opts.AWS = srv.awsOptions()
+	task := newTask([]taskspec.Input{
+		{URL: "s3://" + b + "/in", Path: "/data/in", Type: taskspec.TypeDirectory},
+	}, []taskspec.Output{{URL: "s3://" + b + "/out", Path: "/data/in/*", PathPrefix: "/data/in"}})
+	mustRun(t, ModeInputs, task, opts)
+	if got := readFile(t, inTask(opts, "/data/in/"+name)); got != "odd" {
+		t.Errorf("downloaded %q", got)
+	}
+	mustRun(t, ModeOutputs, task, opts)
+	if got := srv.get(t, b, "out/"+name); got != "odd" {
+		t.Errorf("object holds %q", got)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -341,10 +342,23 @@ func within(dir, p string) bool {
 	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
+// joinURL appends a relative file path to an output's URL. For s3:// URLs
+// the path is appended as it is: an object key is taken literally. For other
+// URLs (http, https, ftp, file) it is percent-escaped where a URL needs it
+// (a space, '?', '#', '%', non-ASCII), so that the URL names the file, and
+// goes before the URL's query, which stays whole (a token for a container,
+// say).
 func joinURL(base, rel string) string {
 	rel = strings.TrimPrefix(rel, "/")
 	if rel == "" {
 		return base
 	}
-	return strings.TrimSuffix(base, "/") + "/" + rel
+	if len(base) >= 5 && strings.EqualFold(base[:5], "s3://") {
+		return strings.TrimSuffix(base, "/") + "/" + rel
+	}
+	rest := ""
+	if i := strings.IndexAny(base, "?#"); i >= 0 {
+		base, rest = base[:i], base[i:]
+	}
+	return strings.TrimSuffix(base, "/") + "/" + (&url.URL{Path: rel}).EscapedPath() + rest
 }
