@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -126,17 +127,19 @@ type Options struct {
 	Spec *taskspec.Task
 	// GoneJob is a job the event reported deleted.
 	GoneJob string
+	// Job is the job the event is about, read together with the anchor.
+	Job string
 }
 
 // Reconcile reads the task, decides its next step and applies it.
 func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (Result, error) {
 	res := Result{Task: task, Namespace: ns}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		anchor, err := r.getAnchor(ctx, ns, task)
+		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts.Job)
 		if err != nil {
 			return res, err
 		}
-		obs, err := r.observe(ctx, anchor, opts)
+		obs, err := r.observe(ctx, anchor, opts, hinted)
 		if err != nil {
 			return res, err
 		}
@@ -154,6 +157,32 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 	return res, fmt.Errorf("task %s changed under %d attempts of the step; try again", task, maxAttempts)
 }
 
+// readAnchor reads the task's anchor and, at the same time, the job the event
+// named (most often the one the step looks at).
+func (r *Runner) readAnchor(ctx context.Context, ns, task, job string) (*corev1.ConfigMap, map[string]*batchv1.Job, error) {
+	hinted := map[string]*batchv1.Job{}
+	var wg sync.WaitGroup
+	var jerr error
+	if t, _, ok := SplitJobName(job); ok && t == task {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var j *batchv1.Job
+			j, jerr = r.getJob(ctx, ns, job)
+			hinted[job] = j
+		}()
+	}
+	anchor, err := r.getAnchor(ctx, ns, task)
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	if jerr != nil {
+		hinted = map[string]*batchv1.Job{} // read it again in observe
+	}
+	return anchor, hinted, nil
+}
+
 func (r *Runner) getAnchor(ctx context.Context, ns, task string) (*corev1.ConfigMap, error) {
 	var cm *corev1.ConfigMap
 	err := r.call(ctx, func(ctx context.Context) (err error) {
@@ -166,14 +195,28 @@ func (r *Runner) getAnchor(ctx context.Context, ns, task string) (*corev1.Config
 	return cm, err
 }
 
-// observe reads what the decision needs: the task's jobs once anything was
-// started (or it was cancelled), its pods when asked for.
-func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options) (Observed, error) {
-	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec}
+// getJob reads a job; nil if there is none.
+func (r *Runner) getJob(ctx context.Context, ns, name string) (*batchv1.Job, error) {
+	var job *batchv1.Job
+	err := r.call(ctx, func(ctx context.Context) (err error) {
+		job, err = r.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return job, err
+}
+
+// observe reads what the decision needs: the jobs started and not done, by
+// name (so that a step costs the same in a namespace of ten thousand tasks),
+// and the task's pods when asked for.
+func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options, hinted map[string]*batchv1.Job) (Observed, error) {
+	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec, Jobs: map[string]*batchv1.Job{}}
+	prog, _ := ParseProgress(anchor.Annotations[AnnotationProgress])
 	if t, part, ok := SplitJobName(opts.GoneJob); ok && t == anchor.Name {
 		obs.Gone = part
 	}
-	prog, _ := ParseProgress(anchor.Annotations[AnnotationProgress])
 	if anchor.Annotations[AnnotationState] != "" {
 		return obs, nil
 	}
@@ -184,22 +227,23 @@ func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Opt
 		}
 		obs.Spec = spec
 	}
-	if len(prog.Started) == 0 && anchor.Labels[LabelStatus] != StatusCancelled {
-		return obs, nil // nothing was started, so no job of the task exists
+	for _, part := range prog.Running() {
+		name := ObjectName(anchor.Name, part)
+		job, ok := hinted[name]
+		if !ok {
+			var err error
+			if job, err = r.getJob(ctx, anchor.Namespace, name); err != nil {
+				return obs, err
+			}
+		}
+		if job != nil {
+			obs.Jobs[part] = job
+		}
 	}
-	sel := metav1.ListOptions{LabelSelector: taskSelector(anchor.Name)}
-	var jobs *batchv1.JobList
-	if err := r.call(ctx, func(ctx context.Context) (err error) {
-		jobs, err = r.Client.BatchV1().Jobs(anchor.Namespace).List(ctx, sel)
-		return err
-	}); err != nil {
-		return obs, err
-	}
-	obs.Jobs = jobsByPart(anchor.Name, jobs.Items)
 	if opts.Pods {
 		var pods *corev1.PodList
 		if err := r.call(ctx, func(ctx context.Context) (err error) {
-			pods, err = r.Client.CoreV1().Pods(anchor.Namespace).List(ctx, sel)
+			pods, err = r.Client.CoreV1().Pods(anchor.Namespace).List(ctx, metav1.ListOptions{LabelSelector: taskSelector(anchor.Name)})
 			return err
 		}); err != nil {
 			return obs, err

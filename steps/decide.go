@@ -148,7 +148,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 		plan.Progress = &prog
 	}
 
-	var toStart []string
+	var toStart, passed []string
 	state := StateQueued
 	for _, part := range prog.Parts {
 		if !prog.IsStarted(part) {
@@ -165,6 +165,9 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 			continue
 		}
 		state = phaseOf(part)
+		if prog.IsDone(part) {
+			continue
+		}
 		job := obs.Jobs[part]
 		if reason, ok := prog.EndedReason(part); ok {
 			// The service ended this part itself: the task stops, also when
@@ -196,11 +199,13 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 		}
 		switch StatusOf(job) {
 		case JobComplete:
+			passed = append(passed, part)
 			continue
 		case JobFailed:
 			if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) {
 				if IsMarkedFailed(job) {
 					plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
+					passed = append(passed, part)
 					continue
 				}
 				if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
@@ -234,7 +239,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	}
 
 	if len(toStart) > 0 {
-		next := prog.withStarted(obs.Event, now, toStart...)
+		next := prog.withDone(passed...).withStarted(obs.Event, now, toStart...)
 		plan.Progress = &next
 		for _, part := range toStart {
 			kind := CreateJob

@@ -12,10 +12,13 @@ import (
 // a part the service ends itself (a job it deletes, or one the API server
 // refused to create) is added to Ended, with why, before it acts.
 // Parts is the task's whole sequence, written at submission, so that a sweep
-// can decide without decoding the task.
+// can decide without decoding the task. Done lists the jobs seen complete (or
+// failed, ignoring errors) when a later part was started: a step reads only
+// the jobs started and not done, by name, whatever else the namespace holds.
 type Progress struct {
 	Parts   []string      `json:"parts"`
 	Started []string      `json:"started,omitempty"`
+	Done    []string      `json:"done,omitempty"`
 	Last    *Batch        `json:"last,omitempty"`
 	Ended   []EndedRecord `json:"ended,omitempty"`
 }
@@ -57,6 +60,9 @@ func (p Progress) String() string {
 // IsStarted reports whether a part was recorded as started.
 func (p Progress) IsStarted(part string) bool { return slices.Contains(p.Started, part) }
 
+// IsDone reports whether a part was recorded as done.
+func (p Progress) IsDone(part string) bool { return slices.Contains(p.Done, part) }
+
 // EndedReason returns why the service ended a part, if it did.
 func (p Progress) EndedReason(part string) (string, bool) {
 	for _, d := range p.Ended {
@@ -84,6 +90,29 @@ func (p Progress) withStarted(event string, now time.Time, parts ...string) Prog
 	return q
 }
 
+// Running returns the parts started and neither done nor the PVC: the jobs a
+// step has to look at.
+func (p Progress) Running() []string {
+	var parts []string
+	for _, part := range p.Started {
+		if part != PartPVC && !p.IsDone(part) {
+			parts = append(parts, part)
+		}
+	}
+	return parts
+}
+
+// withDone returns the record with parts done.
+func (p Progress) withDone(parts ...string) Progress {
+	q := p.clone()
+	for _, part := range parts {
+		if !q.IsDone(part) {
+			q.Done = append(q.Done, part)
+		}
+	}
+	return q
+}
+
 // withEnded returns the record with a part the service ends.
 func (p Progress) withEnded(part, reason string) Progress {
 	q := p.clone()
@@ -97,6 +126,7 @@ func (p Progress) clone() Progress {
 	q := p
 	q.Parts = slices.Clone(p.Parts)
 	q.Started = slices.Clone(p.Started)
+	q.Done = slices.Clone(p.Done)
 	q.Ended = slices.Clone(p.Ended)
 	if p.Last != nil {
 		l := *p.Last
