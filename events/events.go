@@ -148,11 +148,11 @@ func Classify(ev *cloudevents.Event, namespace string) (Step, error) {
 		if err := decodeData(ev, &d); err != nil {
 			return Step{}, err
 		}
-		if len(bytes.TrimSpace(d.Input)) > 0 && !bytes.HasPrefix(bytes.TrimSpace(d.Input), []byte("{")) {
-			return Step{}, bad("data.input: the task JSON must be an object")
-		}
 		if string(bytes.TrimSpace(d.Input)) == "null" {
 			d.Input = nil
+		}
+		if len(bytes.TrimSpace(d.Input)) > 0 && !bytes.HasPrefix(bytes.TrimSpace(d.Input), []byte("{")) {
+			return Step{}, bad("data.input: the task JSON must be an object")
 		}
 		return checked(Step{Kind: KindSubmit, Task: d.Task, Namespace: d.Namespace, Input: d.Input}, namespace)
 	case t == TypeTaskCancelled:
