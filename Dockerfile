@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+#
+# The two images of TESK on Knative, from one build:
+#
+#   docker build --target handler -t <registry>/tesk-knative-handler:<tag> .
+#       the Knative Service (config/knative/service.yaml); the default target;
+#   docker build --target filer -t <registry>/tesk-knative-filer:<tag> .
+#       the inputs and outputs filer jobs: the handler runs it as
+#       FILER_NAME:FILER_VERSION (config/knative/config.yaml), passing only
+#       arguments, so its entrypoint is the filer.
+#
+# (make image builds both.) Static binaries (CGO off) on distroless/static,
+# which has CA certificates and time zones, no shell, and runs as the
+# nonroot user 65532 (the filer's default runAsUser).
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+WORKDIR /src
+ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG TARGETOS TARGETARCH
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/handler ./cmd/filer
+
+FROM gcr.io/distroless/static:nonroot AS filer
+COPY --from=build /out/filer /filer
+USER 65532:65532
+ENTRYPOINT ["/filer"]
+
+FROM gcr.io/distroless/static:nonroot AS handler
+COPY --from=build /out/handler /handler
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/handler"]

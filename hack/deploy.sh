@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Deploys config/knative with the images that `make image` built: the
+# handler's image replaces the ko:// reference of the Service, and the filer
+# image sets FILER_NAME and FILER_VERSION in the handler's ConfigMap.
+#
+#   KO_DOCKER_REPO set and ko installed: ko resolves the handler's ko://
+#     reference itself (building and pushing the handler to KO_DOCKER_REPO);
+#   otherwise: kubectl kustomize, with HANDLER_IMAGE in place of it.
+#
+# Environment:
+#   HANDLER_IMAGE  the handler's image (default ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest)
+#   FILER_IMAGE    the filer's image, name:tag (default ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest)
+#   KUBECTL, KO    the commands (default kubectl, ko)
+#   KUBE_CONTEXT   the kubectl context to deploy to (default: the current one)
+#   KO_DOCKER_REPO see above
+#   PRINT_ONLY=1   print the manifests instead of applying them
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+KUBECTL="${KUBECTL:-kubectl}"
+KO="${KO:-ko}"
+HANDLER_IMAGE="${HANDLER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest}"
+FILER_IMAGE="${FILER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest}"
+ko_ref="ko://github.com/elixir-cloud-aai/tesk-knative/cmd/handler"
+
+die() { echo "deploy: $*" >&2; exit 1; }
+
+# The handler joins FILER_NAME and FILER_VERSION with ':', so the filer
+# image needs a tag, not a digest.
+case "$FILER_IMAGE" in
+*@*) die "FILER_IMAGE=$FILER_IMAGE: give the filer image by tag (name:tag), not by digest" ;;
+esac
+filer_name="$FILER_IMAGE"
+filer_tag="latest"
+last="${FILER_IMAGE##*/}"
+if [[ "$last" == *:* ]]; then
+	filer_tag="${last##*:}"
+	filer_name="${FILER_IMAGE%:*}"
+fi
+for v in "$HANDLER_IMAGE" "$filer_name" "$filer_tag"; do
+	[[ "$v" =~ ^[A-Za-z0-9._/:@-]+$ ]] || die "not an image reference: $v"
+done
+
+command -v "$KUBECTL" >/dev/null || die "$KUBECTL not found: install kubectl (https://kubernetes.io/docs/tasks/tools/)"
+k() {
+	if [[ -n "${KUBE_CONTEXT:-}" ]]; then
+		"$KUBECTL" --context "$KUBE_CONTEXT" "$@"
+	else
+		"$KUBECTL" "$@"
+	fi
+}
+
+render() {
+	if [[ -n "${KO_DOCKER_REPO:-}" ]] && command -v "$KO" >/dev/null; then
+		echo "deploy: ko resolve -k config/knative (handler built and pushed to $KO_DOCKER_REPO)" >&2
+		KO_DEFAULTBASEIMAGE="${KO_DEFAULTBASEIMAGE:-gcr.io/distroless/static:nonroot}" \
+			"$KO" resolve -k "$root/config/knative"
+	else
+		k kustomize "$root/config/knative" | sed -e "s|$ko_ref|$HANDLER_IMAGE|g"
+	fi
+}
+
+manifests="$(render | sed -E \
+	-e "s|^([[:space:]]+FILER_NAME:).*$|\1 \"$filer_name\"|" \
+	-e "s|^([[:space:]]+FILER_VERSION:).*$|\1 \"$filer_tag\"|")"
+if grep -q "ko://" <<<"$manifests"; then
+	die "a ko:// reference is left in the manifests"
+fi
+
+if [[ "${PRINT_ONLY:-}" == 1 ]]; then
+	printf '%s\n' "$manifests"
+	exit 0
+fi
+echo "deploy: handler $( [[ -n "${KO_DOCKER_REPO:-}" ]] && command -v "$KO" >/dev/null && echo "(ko)" || echo "$HANDLER_IMAGE"), filer $filer_name:$filer_tag" >&2
+printf '%s\n' "$manifests" | k apply -f -

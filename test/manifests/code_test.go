@@ -1,0 +1,530 @@
+package manifests
+
+import (
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+)
+
+// handlerRules are the requests the handler makes, as group/resource: verbs
+// (see the comments of rbac.yaml for where each comes from).
+var handlerRules = map[string][]string{
+	"/configmaps":             {"create", "delete", "get", "list", "patch"},
+	"batch/jobs":              {"create", "delete", "get", "list", "patch"},
+	"/pods":                   {"list"},
+	"/pods/log":               {"get"},
+	"/persistentvolumeclaims": {"create", "delete", "patch"},
+}
+
+// sourceRules are what the ApiServerSource's adapter needs to watch the
+// task's objects.
+var sourceRules = map[string][]string{
+	"batch/jobs":  {"get", "list", "watch"},
+	"/pods":       {"get", "list", "watch"},
+	"/configmaps": {"get", "list", "watch"},
+}
+
+// roleRules flattens a Role's rules to group/resource: sorted verbs, and
+// refuses what a Role of this project must not hold.
+func roleRules(t *testing.T, role *unstructured.Unstructured) map[string][]string {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	got := map[string][]string{}
+	for i, r := range rules {
+		m := r.(map[string]any)
+		for _, k := range []string{"resourceNames", "nonResourceURLs"} {
+			if _, ok := m[k]; ok {
+				t.Errorf("Role %s rule %d: %s is not expected", role.GetName(), i, k)
+			}
+		}
+		groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(m, "resources")
+		verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+		for _, g := range groups {
+			for _, res := range resources {
+				key := g + "/" + res
+				for _, v := range verbs {
+					if v == "*" || res == "*" || g == "*" {
+						t.Errorf("Role %s rule %d: wildcard in %s %s", role.GetName(), i, key, v)
+					}
+					if !slices.Contains(got[key], v) {
+						got[key] = append(got[key], v)
+					}
+				}
+			}
+		}
+	}
+	for k := range got {
+		sort.Strings(got[k])
+	}
+	return got
+}
+
+// TestRolesHoldExactlyWhatIsUsed: the handler's Role grants the requests
+// the code makes and nothing else; the source's Role only reads and watches
+// the three kinds; nothing is cluster-wide.
+func TestRolesHoldExactlyWhatIsUsed(t *testing.T) {
+	objs := loadObjects(t)
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		if got := ofKind(objs, kind); len(got) > 0 {
+			t.Errorf("config/knative has a %s (%s): the project needs nothing cluster-wide", kind, got[0])
+		}
+	}
+	if got := roleRules(t, find(t, objs, "Role", "tesk-handler")); !reflect.DeepEqual(got, handlerRules) {
+		t.Errorf("Role tesk-handler grants\n  %v\nwant exactly\n  %v", got, handlerRules)
+	}
+	if got := roleRules(t, find(t, objs, "Role", "tesk-apiserversource")); !reflect.DeepEqual(got, sourceRules) {
+		t.Errorf("Role tesk-apiserversource grants\n  %v\nwant exactly\n  %v", got, sourceRules)
+	}
+	// Each Role is bound to the ServiceAccount of the same name, which the
+	// handler's Service and the ApiServerSource run as.
+	for _, name := range []string{"tesk-handler", "tesk-apiserversource"} {
+		find(t, objs, "ServiceAccount", name)
+		rb := find(t, objs, "RoleBinding", name)
+		kind, _, _ := unstructured.NestedString(rb.Object, "roleRef", "kind")
+		ref, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
+		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+		if kind != "Role" || ref != name || len(subjects) != 1 {
+			t.Errorf("RoleBinding %s: roleRef %s %s, %d subjects; want Role %s and one subject", name, kind, ref, len(subjects), name)
+			continue
+		}
+		s := subjects[0].(map[string]any)
+		if s["kind"] != "ServiceAccount" || s["name"] != name || s["namespace"] != rb.GetNamespace() {
+			t.Errorf("RoleBinding %s: subject %v, want the ServiceAccount %s of namespace %s", name, s, name, rb.GetNamespace())
+		}
+	}
+	sa, _, _ := unstructured.NestedString(find(t, objs, "Service", "tesk-handler").Object, "spec", "template", "spec", "serviceAccountName")
+	if sa != "tesk-handler" {
+		t.Errorf("the handler's Service runs as %q, want tesk-handler", sa)
+	}
+	sa, _, _ = unstructured.NestedString(find(t, objs, "ApiServerSource", "tesk-events").Object, "spec", "serviceAccountName")
+	if sa != "tesk-apiserversource" {
+		t.Errorf("the ApiServerSource runs as %q, want tesk-apiserversource", sa)
+	}
+}
+
+// TestRolesAsTheAPIServerAuthorizesThem applies the ServiceAccounts, Roles
+// and RoleBindings into a namespace of their own and asks the API server's
+// authorizer (SubjectAccessReview) what each account may do.
+func TestRolesAsTheAPIServerAuthorizesThem(t *testing.T) {
+	objs := loadObjects(t)
+	c := liveCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := "tesk-rbac-check"
+	if err := ensureNamespace(ctx, c, ns); err != nil {
+		t.Fatal(err)
+	}
+	var docs [][]byte
+	for _, kind := range []string{"ServiceAccount", "Role", "RoleBinding"} {
+		for _, o := range ofKind(objs, kind) {
+			u := o.DeepCopy()
+			u.SetNamespace(ns)
+			if subjects, ok, _ := unstructured.NestedSlice(u.Object, "subjects"); ok {
+				for _, s := range subjects {
+					s.(map[string]any)["namespace"] = ns
+				}
+				_ = unstructured.SetNestedSlice(u.Object, subjects, "subjects")
+			}
+			b, err := yaml.Marshal(u.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, b)
+		}
+	}
+	if err := c.Apply(ctx, []byte(strings.Join(stringsOf(docs), "\n---\n"))); err != nil {
+		t.Fatal(err)
+	}
+
+	type ask struct {
+		ns, group, resource, sub, verb string
+	}
+	// The RoleBindings take a moment to reach the authorizer's cache.
+	allowed := func(sa string, a ask) bool {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ok := allowedNow(ctx, t, c, ns, sa, a.ns, a.group, a.resource, a.sub, a.verb)
+			if ok || time.Now().After(deadline) {
+				return ok
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	split := func(key string) (group, resource, sub string) {
+		group, resource, _ = strings.Cut(key, "/")
+		resource, sub, _ = strings.Cut(resource, "/")
+		return
+	}
+	for sa, rules := range map[string]map[string][]string{"tesk-handler": handlerRules, "tesk-apiserversource": sourceRules} {
+		for key, verbs := range rules {
+			g, r, s := split(key)
+			for _, v := range verbs {
+				if !allowed(sa, ask{ns, g, r, s, v}) {
+					t.Errorf("%s may not %s %s in its namespace", sa, v, key)
+				}
+			}
+		}
+	}
+	// What neither account may do: secrets, watching or changing what it
+	// only reads, other namespaces, anything cluster-wide, granting rights.
+	denied := []ask{
+		{ns, "", "secrets", "", "get"},
+		{ns, "", "secrets", "", "list"},
+		{ns, "", "configmaps", "", "update"},
+		{ns, "", "pods", "", "create"},
+		{ns, "", "pods", "", "delete"},
+		{ns, "", "pods", "exec", "create"},
+		{ns, "", "persistentvolumeclaims", "", "get"},
+		{ns, "", "serviceaccounts", "token", "create"},
+		{ns, "rbac.authorization.k8s.io", "roles", "", "create"},
+		{ns, "rbac.authorization.k8s.io", "rolebindings", "", "create"},
+		{"default", "", "configmaps", "", "get"},
+		{"default", "batch", "jobs", "", "create"},
+		{"", "", "namespaces", "", "delete"},
+		{"", "", "nodes", "", "list"},
+		{"", "", "persistentvolumes", "", "delete"},
+	}
+	for _, sa := range []string{"tesk-handler", "tesk-apiserversource"} {
+		for _, a := range denied {
+			if allowedNow(ctx, t, c, ns, sa, a.ns, a.group, a.resource, a.sub, a.verb) {
+				t.Errorf("%s may %s %s/%s %s in namespace %q", sa, a.verb, a.group, a.resource, a.sub, a.ns)
+			}
+		}
+	}
+	// The handler only patches what it reads; the source never writes.
+	for _, a := range []ask{{ns, "", "configmaps", "", "watch"}, {ns, "batch", "jobs", "", "watch"}, {ns, "", "pods", "", "get"}} {
+		if allowedNow(ctx, t, c, ns, "tesk-handler", a.ns, a.group, a.resource, a.sub, a.verb) {
+			t.Errorf("tesk-handler may %s %s/%s", a.verb, a.group, a.resource)
+		}
+	}
+	for _, a := range []ask{{ns, "batch", "jobs", "", "create"}, {ns, "", "configmaps", "", "patch"}, {ns, "", "pods", "log", "get"}} {
+		if allowedNow(ctx, t, c, ns, "tesk-apiserversource", a.ns, a.group, a.resource, a.sub, a.verb) {
+			t.Errorf("tesk-apiserversource may %s %s/%s %s", a.verb, a.group, a.resource, a.sub)
+		}
+	}
+}
+
+// allowedNow asks the authorizer once.
+func allowedNow(ctx context.Context, t *testing.T, c *cluster.Cluster, saNamespace, sa, ns, group, resource, sub, verb string) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + saNamespace + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Group: group, Resource: resource, Subresource: sub, Verb: verb,
+		},
+	}}
+	res, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status.Allowed
+}
+
+func stringsOf(docs [][]byte) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = string(d)
+	}
+	return out
+}
+
+// variablesRead lists the environment variables the handler reads: the
+// string literal passed first to getenv and to the helpers that wrap it in
+// cmd/handler/main.go (def, boolEnv) and steps/config.go (get, intIn).
+func variablesRead(t *testing.T) map[string]bool {
+	t.Helper()
+	readers := map[string]bool{"getenv": true, "def": true, "boolEnv": true, "get": true, "intIn": true}
+	found := map[string]bool{}
+	for _, f := range []string{"cmd/handler/main.go", "steps/config.go"} {
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", f), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			id, ok := call.Fun.(*ast.Ident)
+			if !ok || !readers[id.Name] {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			if name, err := strconv.Unquote(lit.Value); err == nil {
+				found[name] = true
+			}
+			return true
+		})
+	}
+	if len(found) < 20 {
+		t.Fatalf("found only %d variables read by the handler (%v): the scan of the sources no longer works", len(found), sortedKeys(found))
+	}
+	return found
+}
+
+// notConfigured are variables the handler reads that the deployment must
+// not set: Knative sets PORT, and in the cluster the handler uses its
+// ServiceAccount, not a kubeconfig.
+var notConfigured = map[string]bool{"PORT": true, "KUBECONFIG": true}
+
+// fromSecret are set from the secret tesk-ftp rather than the ConfigMap.
+var fromSecret = map[string]string{"TESK_FTP_USERNAME": "username", "TESK_FTP_PASSWORD": "password"}
+
+// TestConfigMapHoldsEveryVariableWithItsDefault: every variable the handler
+// reads is set by the deployment (the ConfigMap, or the FTP secret), the
+// ConfigMap holds nothing else, and its values are the code's defaults, so
+// that the file documents them truthfully.
+func TestConfigMapHoldsEveryVariableWithItsDefault(t *testing.T) {
+	objs := loadObjects(t)
+	cm := find(t, objs, "ConfigMap", "tesk-handler-config")
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	read := variablesRead(t)
+	for name := range read {
+		_, inConfig := data[name]
+		_, inSecret := fromSecret[name]
+		switch {
+		case notConfigured[name]:
+			if inConfig {
+				t.Errorf("the ConfigMap sets %s, which the deployment must not set", name)
+			}
+		case inSecret:
+			if inConfig {
+				t.Errorf("the ConfigMap sets %s, which comes from the secret tesk-ftp", name)
+			}
+		case !inConfig:
+			t.Errorf("the handler reads %s, but the ConfigMap does not list it", name)
+		}
+	}
+	for name := range data {
+		if !read[name] {
+			t.Errorf("the ConfigMap sets %s, which the handler does not read", name)
+		}
+	}
+
+	// The defaults: the taskmaster's variables through the code's own
+	// parser, the options as main.go reads them.
+	getenv := func(name string) string { return data[name] }
+	cfg, issues := steps.LoadEnv(steps.DefaultConfig(), getenv)
+	if len(issues) > 0 {
+		t.Errorf("the ConfigMap's values are not valid: %v", issues)
+	}
+	if want := steps.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Errorf("the ConfigMap's values are not the defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	if d, err := steps.ParsePodTimeout(data["POD_TIMEOUT"]); err != nil || d != steps.DefaultPodTimeout {
+		t.Errorf("POD_TIMEOUT %q: %v, %v; want the default %v", data["POD_TIMEOUT"], d, err, steps.DefaultPodTimeout)
+	}
+	if data["FILER_NAME"] != steps.DefaultFilerName || data["FILER_VERSION"] != steps.DefaultFilerVersion {
+		t.Errorf("the filer image is %s:%s, want the default %s:%s", data["FILER_NAME"], data["FILER_VERSION"], steps.DefaultFilerName, steps.DefaultFilerVersion)
+	}
+	for _, name := range []string{"PULL_POLICY_ALWAYS", "DEBUG"} {
+		if b, err := strconv.ParseBool(data[name]); err != nil || b {
+			t.Errorf("%s=%q, want false", name, data[name])
+		}
+	}
+	k, err := readKustomization()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data["NAMESPACE"] != k.Namespace || cm.GetNamespace() != k.Namespace {
+		t.Errorf("NAMESPACE=%q in a ConfigMap of namespace %q, want both the kustomization's %q", data["NAMESPACE"], cm.GetNamespace(), k.Namespace)
+	}
+	// kustomize keeps NAMESPACE equal to the namespace deployed into.
+	found := false
+	for _, r := range k.Replacements {
+		src, _ := r["source"].(map[string]any)
+		if src["name"] == "tesk-handler-config" && src["fieldPath"] == "metadata.namespace" && strings.Contains(toYAML(t, r["targets"]), "data.NAMESPACE") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("kustomization.yaml has no replacement of data.NAMESPACE by the ConfigMap's namespace")
+	}
+}
+
+func toYAML(t *testing.T, v any) string {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestServiceRunsTheHandler: the Service's container is the handler built
+// by ko, takes its environment from the ConfigMap and the optional FTP
+// secret, and is probed on the handler's health endpoints.
+func TestServiceRunsTheHandler(t *testing.T) {
+	objs := loadObjects(t)
+	svc := find(t, objs, "Service", "tesk-handler")
+	containers, _, _ := unstructured.NestedSlice(svc.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("the handler's Service has %d containers, want 1", len(containers))
+	}
+	c := containers[0].(map[string]any)
+	str := func(path ...string) string {
+		s, _, _ := unstructured.NestedString(c, path...)
+		return s
+	}
+	if got, want := str("image"), "ko://github.com/elixir-cloud-aai/tesk-knative/cmd/handler"; got != want {
+		t.Errorf("image %q, want %q", got, want)
+	}
+	envFrom, _, _ := unstructured.NestedSlice(c, "envFrom")
+	if len(envFrom) != 1 || toYAML(t, envFrom) != "- configMapRef:\n    name: tesk-handler-config\n" {
+		t.Errorf("envFrom %v, want the ConfigMap tesk-handler-config, required", envFrom)
+	}
+	env, _, _ := unstructured.NestedSlice(c, "env")
+	got := map[string]string{}
+	for _, e := range env {
+		m := e.(map[string]any)
+		name, _ := m["name"].(string)
+		ref, _, _ := unstructured.NestedMap(m, "valueFrom", "secretKeyRef")
+		if ref["name"] != "tesk-ftp" || ref["optional"] != true {
+			t.Errorf("env %s: %v, want a key of the optional secret tesk-ftp", name, m)
+		}
+		got[name], _ = ref["key"].(string)
+	}
+	if !reflect.DeepEqual(got, fromSecret) {
+		t.Errorf("env from the secret: %v, want %v", got, fromSecret)
+	}
+	if p := str("readinessProbe", "httpGet", "path"); p != "/readyz" {
+		t.Errorf("readiness probe on %q, want /readyz", p)
+	}
+	if p := str("livenessProbe", "httpGet", "path"); p != "/healthz" {
+		t.Errorf("liveness probe on %q, want /healthz", p)
+	}
+	ports, _, _ := unstructured.NestedSlice(c, "ports")
+	if len(ports) != 1 || ports[0].(map[string]any)["containerPort"] != int64(8080) {
+		t.Errorf("ports %v, want 8080 (the handler's default PORT)", ports)
+	}
+	ann, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "template", "metadata", "annotations")
+	if ann["autoscaling.knative.dev/min-scale"] != "0" || ann["autoscaling.knative.dev/max-scale"] == "" {
+		t.Errorf("scale annotations %v: want min-scale 0 and a max-scale", ann)
+	}
+	for _, f := range []string{"containerConcurrency", "timeoutSeconds"} {
+		if v, ok, _ := unstructured.NestedInt64(svc.Object, "spec", "template", "spec", f); !ok || v <= 0 {
+			t.Errorf("%s is %d, want it set", f, v)
+		}
+	}
+}
+
+// apiServerTypes are the ApiServerSource's event types in Resource mode.
+var apiServerTypes = []string{
+	"dev.knative.apiserver.resource.add",
+	"dev.knative.apiserver.resource.update",
+	"dev.knative.apiserver.resource.delete",
+}
+
+// TestEventsReachTheHandler: the Triggers route exactly the event types the
+// handler takes to it, each with retries, exponential backoff and a dead
+// letter sink of the manifests; the sources send to the Broker the Triggers
+// listen to, the ApiServerSource in Resource mode over the task's Jobs, Pods
+// and ConfigMaps, the PingSource every minute.
+func TestEventsReachTheHandler(t *testing.T) {
+	objs := loadObjects(t)
+	brokers := ofKind(objs, "Broker")
+	if len(brokers) != 1 {
+		t.Fatalf("%d Brokers, want 1", len(brokers))
+	}
+	broker := brokers[0].GetName()
+	services := map[string]bool{}
+	for _, s := range ofKind(objs, "Service") {
+		if s.GetAPIVersion() == "serving.knative.dev/v1" {
+			services[s.GetName()] = true
+		}
+	}
+	wantTypes := append([]string{events.TypeTaskSubmitted, events.TypeTaskCancelled, events.TypeJobFinished, events.TypePodStuck, events.TypePing}, apiServerTypes...)
+	routed := map[string]int{}
+	for _, tr := range ofKind(objs, "Trigger") {
+		spec, _, _ := unstructured.NestedMap(tr.Object, "spec")
+		if spec["broker"] != broker {
+			t.Errorf("%s: broker %v, want %s", tr, spec["broker"], broker)
+		}
+		attrs, _, _ := unstructured.NestedStringMap(spec, "filter", "attributes")
+		if len(attrs) != 1 || attrs["type"] == "" {
+			t.Errorf("%s: filter %v, want one event type", tr, attrs)
+		}
+		routed[attrs["type"]]++
+		sub, _, _ := unstructured.NestedMap(spec, "subscriber", "ref")
+		if sub["apiVersion"] != "serving.knative.dev/v1" || sub["kind"] != "Service" || sub["name"] != "tesk-handler" {
+			t.Errorf("%s: subscriber %v, want the Service tesk-handler", tr, sub)
+		}
+		retry, _, _ := unstructured.NestedInt64(spec, "delivery", "retry")
+		policy, _, _ := unstructured.NestedString(spec, "delivery", "backoffPolicy")
+		delay, _, _ := unstructured.NestedString(spec, "delivery", "backoffDelay")
+		dls, _, _ := unstructured.NestedMap(spec, "delivery", "deadLetterSink", "ref")
+		if retry < 1 || policy != "exponential" || delay == "" {
+			t.Errorf("%s: delivery retry %d, backoff %q %q; want retries with exponential backoff", tr, retry, policy, delay)
+		}
+		name, _ := dls["name"].(string)
+		if dls["kind"] != "Service" || !services[name] || name == "tesk-handler" {
+			t.Errorf("%s: dead letter sink %v, want a Service of the manifests other than the handler", tr, dls)
+		}
+	}
+	for _, typ := range wantTypes {
+		if routed[typ] != 1 {
+			t.Errorf("event type %s is routed by %d Triggers, want 1", typ, routed[typ])
+		}
+	}
+	if len(routed) != len(wantTypes) {
+		t.Errorf("Triggers route %v, want exactly %v", sortedKeys(routed), wantTypes)
+	}
+
+	sinkIsBroker := func(o *unstructured.Unstructured) {
+		ref, _, _ := unstructured.NestedMap(o.Object, "spec", "sink", "ref")
+		if ref["apiVersion"] != "eventing.knative.dev/v1" || ref["kind"] != "Broker" || ref["name"] != broker {
+			t.Errorf("%s %s: sink %v, want the Broker %s", o.GetKind(), o.GetName(), ref, broker)
+		}
+	}
+	src := find(t, objs, "ApiServerSource", "tesk-events")
+	sinkIsBroker(src)
+	if mode, _, _ := unstructured.NestedString(src.Object, "spec", "mode"); mode != "Resource" {
+		t.Errorf("ApiServerSource mode %q, want Resource (the handler classifies changes from the objects)", mode)
+	}
+	resources, _, _ := unstructured.NestedSlice(src.Object, "spec", "resources")
+	kinds := map[string]bool{}
+	for _, r := range resources {
+		m := r.(map[string]any)
+		kinds[m["apiVersion"].(string)+" "+m["kind"].(string)] = true
+		want := "matchExpressions:\n- key: " + steps.LabelTask + "\n  operator: Exists\n"
+		if got := toYAML(t, m["selector"]); got != want {
+			t.Errorf("ApiServerSource resource %v: selector\n%s\nwant\n%s", m["kind"], got, want)
+		}
+	}
+	if want := map[string]bool{"batch/v1 Job": true, "v1 Pod": true, "v1 ConfigMap": true}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("ApiServerSource watches %v, want %v", sortedKeys(kinds), sortedKeys(want))
+	}
+	for _, p := range ofKind(objs, "PingSource") {
+		sinkIsBroker(p.Unstructured)
+		if s, _, _ := unstructured.NestedString(p.Object, "spec", "schedule"); s != "* * * * *" {
+			t.Errorf("PingSource %s: schedule %q, want every minute", p.GetName(), s)
+		}
+	}
+	if len(ofKind(objs, "PingSource")) != 1 {
+		t.Errorf("%d PingSources, want 1 (the sweep)", len(ofKind(objs, "PingSource")))
+	}
+}

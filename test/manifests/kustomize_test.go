@@ -1,0 +1,170 @@
+package manifests
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// kubectl returns the kubectl command, or skips the test: building the
+// kustomization needs kubectl's kustomize.
+func kubectl(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not found: the kustomize build is not checked")
+	}
+	return path
+}
+
+func run(t *testing.T, env []string, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// checkRendered checks what kustomize built for namespace ns, and dry-runs it.
+func checkRendered(t *testing.T, out []byte, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := decodeAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(loadObjects(t)); len(objs) != want {
+		t.Errorf("the build has %d objects, the files %d", len(objs), want)
+	}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Namespace":
+			if o.GetName() != ns {
+				t.Errorf("Namespace %s, want %s", o.GetName(), ns)
+			}
+		case o.GetNamespace() != ns:
+			t.Errorf("%s %s in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
+		}
+		if subjects, ok, _ := unstructured.NestedSlice(o.Object, "subjects"); ok {
+			for _, s := range subjects {
+				if got := s.(map[string]any)["namespace"]; got != ns {
+					t.Errorf("RoleBinding %s: subject in namespace %v, want %s", o.GetName(), got, ns)
+				}
+			}
+		}
+		if o.GetKind() == "ConfigMap" && o.GetName() == "tesk-handler-config" {
+			if got, _, _ := unstructured.NestedString(o.Object, "data", "NAMESPACE"); got != ns {
+				t.Errorf("NAMESPACE=%q, want %q: the handler would serve another namespace", got, ns)
+			}
+		}
+	}
+	c := liveCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ensureNamespace(ctx, c, ns); err != nil {
+		t.Fatal(err)
+	}
+	mapper := newMapper(c)
+	for _, o := range objs {
+		if _, err := dryRun(ctx, c, mapper, o); err != nil {
+			t.Errorf("built %s %s rejected: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return objs
+}
+
+// TestKustomizeBuild builds config/knative as kubectl apply -k does and
+// dry-runs the result.
+func TestKustomizeBuild(t *testing.T) {
+	k8s := kubectl(t)
+	k, err := readKustomization()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRendered(t, run(t, nil, k8s, "kustomize", configDir), k.Namespace)
+}
+
+// TestKustomizeOverlayNamespace: an overlay that moves everything to another
+// namespace and repeats the replacement, as kustomization.yaml says, moves
+// the handler's NAMESPACE with it.
+func TestKustomizeOverlayNamespace(t *testing.T) {
+	k8s := kubectl(t)
+	k, err := readKustomization()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	abs, err := filepath.Abs(configDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := filepath.Rel(dir, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := map[string]any{
+		"apiVersion":   "kustomize.config.k8s.io/v1beta1",
+		"kind":         "Kustomization",
+		"namespace":    "tesk-overlay",
+		"resources":    []string{base},
+		"replacements": k.Replacements,
+	}
+	b, err := yaml.Marshal(overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkRendered(t, run(t, nil, k8s, "kustomize", dir), "tesk-overlay")
+}
+
+// TestDeployScriptSetsTheImages: make deploy (hack/deploy.sh) replaces the
+// ko:// reference with the handler's image and sets the filer image in the
+// ConfigMap, and what it would apply is accepted.
+func TestDeployScriptSetsTheImages(t *testing.T) {
+	k8s := kubectl(t)
+	k, err := readKustomization()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, []string{
+		"PRINT_ONLY=1", "KUBECTL=" + k8s, "KO_DOCKER_REPO=",
+		"HANDLER_IMAGE=registry.example:5000/tesk/handler:v1.2.3",
+		"FILER_IMAGE=registry.example:5000/tesk/filer:1.2",
+	}, filepath.Join("..", "..", "hack", "deploy.sh"))
+	if bytes.Contains(out, []byte("ko://")) {
+		t.Error("a ko:// reference is left")
+	}
+	objs := checkRendered(t, out, k.Namespace)
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Service" && o.GetName() == "tesk-handler":
+			var image string
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if len(containers) > 0 {
+				image, _ = containers[0].(map[string]any)["image"].(string)
+			}
+			if image != "registry.example:5000/tesk/handler:v1.2.3" {
+				t.Errorf("handler image %q", image)
+			}
+		case o.GetKind() == "ConfigMap":
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			if data["FILER_NAME"] != "registry.example:5000/tesk/filer" || data["FILER_VERSION"] != "1.2" {
+				t.Errorf("filer image %s:%s, want registry.example:5000/tesk/filer:1.2", data["FILER_NAME"], data["FILER_VERSION"])
+			}
+		}
+	}
+}
