@@ -20,6 +20,7 @@ const (
 	DefaultFilerName     = "ghcr.io/elixir-cloud-aai/tesk-knative-filer"
 	DefaultFilerVersion  = "latest"
 	DefaultFilerTimeout  = "300"
+	maxFilerTimeout      = 1e9
 	DefaultDiskGB        = 1.0
 	AWSSecretName        = "aws-secret"
 	maxInt32             = math.MaxInt32
@@ -138,8 +139,9 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		cfg.FilerBackoffLimit = &v
 	}
 	if v := get("FILER_HTTP_TIMEOUT"); v != "" {
-		if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 || math.IsInf(n, 0) || math.IsNaN(n) {
-			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds; using %s", v, DefaultFilerTimeout)
+		// The filer takes up to maxFilerTimeout seconds and fails on more.
+		if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 || n > maxFilerTimeout || math.IsNaN(n) {
+			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds up to %g; using %s", v, float64(maxFilerTimeout), DefaultFilerTimeout)
 		} else {
 			cfg.FilerHTTPTimeout = v
 		}

@@ -166,6 +166,25 @@ func TestLoadEnv(t *testing.T) {
 			},
 		},
 		{
+			name:   "FILER_HTTP_TIMEOUT above what the filer takes (1e9 s): an error, 300 kept",
+			env:    map[string]string{"FILER_HTTP_TIMEOUT": "1e10"},
+			issues: []string{"error FILER_HTTP_TIMEOUT"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerHTTPTimeout != DefaultFilerTimeout {
+					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
+				}
+			},
+		},
+		{
+			name: "FILER_HTTP_TIMEOUT takes fractions of seconds",
+			env:  map[string]string{"FILER_HTTP_TIMEOUT": "2.5"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerHTTPTimeout != "2.5" {
+					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
+				}
+			},
+		},
+		{
 			name: "FILER_POD_SECURITY_CONTEXT replaces the whole default",
 			env:  map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"runAsUser": 1000, "fsGroup": 2000}`},
 			check: func(t *testing.T, c Config) {

@@ -161,6 +161,21 @@ func TestDecide(t *testing.T) {
 				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
 			actions: []Action{act(CreateJob, "ex-01")},
 			state:   StateRunning,
+			check: func(t *testing.T, p Plan) {
+				wantProgress(t, p, fullParts, []string{PartPVC, PartInputsFiler, "ex-00", "ex-01"})
+				if !slices.Equal(p.Progress.Done, []string{PartInputsFiler, "ex-00"}) {
+					t.Errorf("done %v, want the completed jobs", p.Progress.Done)
+				}
+			},
+		},
+		{
+			name: "Design §9: a part recorded done is not read again",
+			obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *Progress {
+				p := started(PartPVC, PartInputsFiler, "ex-00", "ex-01").withDone(PartInputsFiler, "ex-00")
+				return &p
+			}()), Jobs: jobsOf(completed("ex-01"))},
+			actions: []Action{act(CreateJob, PartOutputsFiler)},
+			state:   StateRunning,
 		},
 		{
 			name: "What it does §2: while an executor runs, no later job starts",
