@@ -105,7 +105,7 @@ func (s *Server) event(c echo.Context) error {
 	switch step.Kind {
 	case events.KindIgnore:
 		log.Debugw("Ignored", "why", step.Why)
-		return c.JSON(http.StatusOK, map[string]string{"ignored": step.Why})
+		return s.ok(c, map[string]string{"ignored": step.Why})
 	case events.KindSubmit:
 		res, err = s.Runner.Submit(ctx, step.Namespace, step.Task, step.Input, ev.ID())
 	case events.KindCancel:
@@ -121,7 +121,7 @@ func (s *Server) event(c echo.Context) error {
 		res, err = s.Runner.Reconcile(ctx, step.Namespace, step.Task, opts)
 		if errors.Is(err, steps.ErrUnknownTask) {
 			// A late event of a task that was deleted: nothing to do.
-			return c.JSON(http.StatusOK, map[string]string{"ignored": "unknown task " + step.Task})
+			return s.ok(c, map[string]string{"ignored": "unknown task " + step.Task})
 		}
 	case events.KindSweep:
 		res, err = s.Runner.Sweep(ctx, step.Namespace, s.Metadata)
@@ -130,6 +130,17 @@ func (s *Server) event(c echo.Context) error {
 		return s.fail(c, log, err)
 	}
 	log.Debugw("Step done", "result", res)
+	return s.ok(c, res)
+}
+
+// ok answers a done step. A Knative dispatcher (a Trigger's delivery) asks
+// with "Prefer: reply" and takes a 2xx reply only if its body is empty or a
+// CloudEvent: it gets an empty one. Others (curl, the TES API) get the step's
+// summary as JSON.
+func (s *Server) ok(c echo.Context, res any) error {
+	if c.Request().Header.Get("Prefer") == "reply" {
+		return c.NoContent(http.StatusOK)
+	}
 	return c.JSON(http.StatusOK, res)
 }
 

@@ -139,6 +139,12 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 		if err != nil {
 			return res, err
 		}
+		if part, ok := stale(anchor, opts); ok {
+			// A later change of a job the task is already past (e.g. its
+			// Complete condition after SuccessCriteriaMet): nothing to do.
+			res.Message = fmt.Sprintf("job %s is done; the task is past it", ObjectName(task, part))
+			return res, nil
+		}
 		obs, err := r.observe(ctx, anchor, opts, hinted)
 		if err != nil {
 			return res, err
@@ -155,6 +161,20 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 		}
 	}
 	return res, fmt.Errorf("task %s changed under %d attempts of the step; try again", task, maxAttempts)
+}
+
+// stale reports whether the event is about a job that the task recorded as
+// done, and asks for nothing else.
+func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
+	t, part, ok := SplitJobName(opts.Job)
+	if !ok || t != anchor.Name || opts.GoneJob != "" || opts.Pods || opts.Spec != nil {
+		return "", false
+	}
+	if anchor.Labels[LabelStatus] == StatusCancelled || anchor.Annotations[AnnotationState] != "" {
+		return "", false
+	}
+	prog, err := ParseProgress(anchor.Annotations[AnnotationProgress])
+	return part, err == nil && prog.IsDone(part)
 }
 
 // readAnchor reads the task's anchor and, at the same time, the job the event

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,10 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, error) {
 	res := Result{Task: task, Namespace: ns}
 	anchor, err := r.getAnchor(ctx, ns, task)
+	if errors.Is(err, ErrUnknownTask) {
+		// Not a 404: a Knative delivery retries those.
+		return res, &BadInputError{Err: fmt.Errorf("task %s/%s: no such task (no ConfigMap %q)", ns, task, task)}
+	}
 	if err != nil {
 		return res, err
 	}

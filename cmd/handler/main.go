@@ -78,8 +78,9 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		return o, fmt.Errorf("PORT=%q is not a port number", getenv("PORT"))
 	}
 	fs := flag.NewFlagSet("handler", flag.ContinueOnError)
-	fs.StringVar(&o.namespace, "namespace", def("NAMESPACE", steps.DefaultNamespace), "namespace of the tasks (env NAMESPACE)")
-	fs.StringVar(&o.namespace, "n", def("NAMESPACE", steps.DefaultNamespace), "shorthand for --namespace")
+	ns := def("NAMESPACE", podNamespace())
+	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
+	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
 	fs.StringVar(&o.podTimeout, "pod-timeout", def("POD_TIMEOUT", "240"), "seconds after which a pending pod that can't start fails its job (env POD_TIMEOUT)")
 	fs.StringVar(&o.filerName, "filer-name", def("FILER_NAME", steps.DefaultFilerName), "image of the filer, without its tag (env FILER_NAME)")
 	fs.StringVar(&o.filerVersion, "filer-version", def("FILER_VERSION", steps.DefaultFilerVersion), "tag of the filer image (env FILER_VERSION)")
@@ -94,6 +95,17 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return o, nil
+}
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the pod's own namespace, or the default outside a pod.
+func podNamespace() string {
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return steps.DefaultNamespace
 }
 
 func run(args []string, getenv func(string) string) error {

@@ -185,6 +185,7 @@ func TestMalformedEventsChangeNothing(t *testing.T) {
 		{"job.finished without job", "job.finished", map[string]any{"task": "task-h"}},
 		{"body too large", "task.submitted", big},
 		{"no ConfigMap and no input", "task.submitted", map[string]any{"task": "task-i"}},
+		{"cancel of an unknown task", "task.cancelled", map[string]any{"task": "task-k"}},
 	}
 	for _, c := range cases {
 		code, body := e.post(c.typ, c.data)
