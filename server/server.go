@@ -124,7 +124,7 @@ func (s *Server) event(c echo.Context) error {
 			return s.ok(c, map[string]string{"ignored": "unknown task " + step.Task})
 		}
 	case events.KindSweep:
-		res, err = s.Runner.Sweep(ctx, step.Namespace, s.Metadata)
+		res, err = s.Runner.Sweep(ctx, step.Namespace, ev.ID(), s.Metadata)
 	}
 	if err != nil {
 		return s.fail(c, log, err)

@@ -133,7 +133,7 @@ type Options struct {
 
 // Reconcile reads the task, decides its next step and applies it.
 func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (Result, error) {
-	res := Result{Task: task, Namespace: ns}
+	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts.Job)
 		if err != nil {

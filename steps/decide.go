@@ -130,7 +130,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	}
 
 	if obs.Anchor.Labels[LabelStatus] == StatusCancelled {
-		return cancel(plan, prog, obs, cfg)
+		return cancel(plan, prog, obs, cfg, now)
 	}
 
 	if prog.Parts == nil {
@@ -314,10 +314,14 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 	return plan
 }
 
-// cancel stops a cancelled task: no further job, the running jobs deleted,
-// the jobs that ended kept; CANCELED once the deleted jobs are gone.
-func cancel(plan Plan, prog Progress, obs Observed, cfg Config) Plan {
+// cancel stops a cancelled task: no further job, the running jobs deleted
+// (recorded first, as the service's own ends), the jobs that ended kept;
+// CANCELED once the deleted jobs are gone. A part recorded moments ago whose
+// job does not exist yet may still be being created by another step: the task
+// stays CANCELING until it shows (and is deleted) or the grace period passes.
+func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
 	going := false
+	next := prog
 	for _, part := range sortedParts(obs.Jobs) {
 		job := obs.Jobs[part]
 		if isGone(job) {
@@ -325,9 +329,19 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config) Plan {
 			continue
 		}
 		if StatusOf(job) == JobRunning {
+			next = next.withEnded(part, "Task cancelled")
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: "task cancelled"})
 			going = true
 		}
+	}
+	for _, part := range prog.Running() {
+		_, ended := prog.EndedReason(part)
+		if obs.Jobs[part] == nil && !ended && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
+			going = true
+		}
+	}
+	if len(next.Ended) != len(prog.Ended) {
+		plan.Progress = &next
 	}
 	if going {
 		plan.State = StateCanceling

@@ -51,7 +51,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 // TESK API labels a task it cancels, and takes the step that follows. A task
 // that already ended stays as it is.
 func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, error) {
-	res := Result{Task: task, Namespace: ns}
+	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
 	anchor, err := r.getAnchor(ctx, ns, task)
 	if errors.Is(err, ErrUnknownTask) {
 		// Not a 404: a Knative delivery retries those.

@@ -31,7 +31,9 @@ const taskLabelExists = LabelTask
 // marked, cancellations and finished jobs whose events were lost, and tasks
 // past their TTL. It costs three LIST calls whatever the number of tasks (the
 // anchors' metadata, the jobs, the pods), then writes only what is due.
-func (r *Runner) Sweep(ctx context.Context, ns string, md metadata.Interface) (SweepResult, error) {
+// event is the sweep's event id: a redelivery of it may finish what its first
+// attempt started.
+func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interface) (SweepResult, error) {
 	res := SweepResult{Namespace: ns, Stepped: []Result{}}
 	sel := metav1.ListOptions{LabelSelector: taskLabelExists}
 	var anchors *metav1.PartialObjectMetadataList
@@ -83,6 +85,7 @@ func (r *Runner) Sweep(ctx context.Context, ns string, md metadata.Interface) (S
 			continue // not submitted yet: its task.submitted event decides
 		}
 		obs := Observed{
+			Event:  event,
 			Anchor: meta,
 			Jobs:   jobsByPart(meta.Name, jobsOf[meta.Name]),
 			Pods:   podsOf[meta.Name],
@@ -96,7 +99,7 @@ func (r *Runner) Sweep(ctx context.Context, ns string, md metadata.Interface) (S
 		}
 		// Something is due: take the task's step as an event would, from a
 		// fresh read, so that a write never rests on the list's snapshot.
-		step, err := r.Reconcile(ctx, ns, meta.Name, Options{Pods: true})
+		step, err := r.Reconcile(ctx, ns, meta.Name, Options{Event: event, Pods: true})
 		if err != nil && !errors.Is(err, ErrUnknownTask) {
 			res.Failed++
 			errs = append(errs, fmt.Errorf("task %s: %w", meta.Name, err))

@@ -419,7 +419,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 			counter := new(atomic.Int64)
 			listCtx := context.WithValue(ctx, counterKey{}, counter)
 			start := time.Now()
-			res, err := in.srv.Runner.Sweep(listCtx, ns, in.srv.Metadata)
+			res, err := in.srv.Runner.Sweep(listCtx, ns, fmt.Sprintf("bench-sweep-%d", i), in.srv.Metadata)
 			if err != nil {
 				return err
 			}

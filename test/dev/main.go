@@ -9,16 +9,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -26,13 +22,12 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
 
 func main() {
@@ -63,145 +58,18 @@ func run() error {
 		return err
 	}
 	defer func() { _ = c.Stop() }()
-
-	if err := ensureNamespace(ctx, c, *ns); err != nil {
-		return err
-	}
-	if err := applyRBAC(ctx, c, *ns); err != nil {
-		return err
-	}
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, *ns, "tesk-handler")
+	s, err := devstack.Start(ctx, c, devstack.Options{Root: ".", Namespace: *ns, Port: *port, Handler: *handlerBin, Sweep: *sweepEvery})
 	if err != nil {
 		return err
 	}
-
-	url := fmt.Sprintf("http://127.0.0.1:%d", *port)
-	handler := exec.Command(*handlerBin, "--kubeconfig", kubeconfig, "--namespace", *ns, "--port", fmt.Sprint(*port))
-	handler.Env = append(os.Environ(), "FILER_NAME=tesk-filer", "FILER_VERSION=dev")
-	handler.Stdout, handler.Stderr = os.Stdout, os.Stderr
-	handler.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := handler.Start(); err != nil {
-		return fmt.Errorf("start the handler (%s; run `make build`): %w", *handlerBin, err)
-	}
-	defer func() {
-		_ = handler.Process.Signal(syscall.SIGTERM)
-		_ = handler.Wait()
-	}()
-	if err := waitReady(ctx, url+"/readyz"); err != nil {
-		return err
-	}
-
-	adapter, err := c.StartAdapter(ctx, cluster.AdapterOptions{
-		Name:      "tesk-events",
-		Namespace: *ns,
-		Sink:      url,
-		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: steps.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: steps.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: steps.LabelTask},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = adapter.Stop() }()
-	fmt.Fprintf(os.Stderr, "dev: handler on %s (namespace %s, Role of config/knative), ApiServerSource adapter feeding it, sweep every %s\n", url, *ns, *sweepEvery)
-
-	if *sweepEvery > 0 {
-		go func() {
-			t := time.NewTicker(*sweepEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					_, _ = post(url, "dev.knative.sources.ping", []byte(`{}`))
-				}
-			}
-		}()
-	}
+	defer s.Stop()
+	fmt.Fprintf(os.Stderr, "dev: handler on %s (namespace %s, Role of config/knative), ApiServerSource adapter feeding it, sweep every %s\n", s.URL, *ns, *sweepEvery)
 	if *demo {
-		return runDemo(ctx, c, url, *ns)
+		return runDemo(ctx, c, s.URL, *ns)
 	}
 	fmt.Fprintln(os.Stderr, "dev: try the curl examples of the README; Ctrl-C stops")
 	<-ctx.Done()
 	return nil
-}
-
-func ensureNamespace(ctx context.Context, c *cluster.Cluster, ns string) error {
-	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
-}
-
-// applyRBAC applies the handler's ServiceAccount, Role and RoleBinding of
-// config/knative/rbac.yaml in the namespace.
-func applyRBAC(ctx context.Context, c *cluster.Cluster, ns string) error {
-	data, err := os.ReadFile("config/knative/rbac.yaml")
-	if err != nil {
-		return err
-	}
-	objs, err := cluster.DecodeManifest(data)
-	if err != nil {
-		return err
-	}
-	var docs [][]byte
-	for _, o := range objs {
-		o.SetNamespace(ns)
-		if subs, ok := o.Object["subjects"].([]any); ok {
-			for _, s := range subs {
-				if m, ok := s.(map[string]any); ok {
-					m["namespace"] = ns
-				}
-			}
-		}
-		b, err := yaml.Marshal(o.Object)
-		if err != nil {
-			return err
-		}
-		docs = append(docs, b)
-	}
-	return c.Apply(ctx, bytes.Join(docs, []byte("\n---\n")))
-}
-
-func waitReady(ctx context.Context, url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return errors.New("the handler did not get ready within 30 s")
-}
-
-func post(url, typ string, data []byte) (string, error) {
-	req, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewReader(data))
-	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Id", fmt.Sprintf("dev-%d", time.Now().UnixNano()))
-	req.Header.Set("Ce-Source", "dev")
-	req.Header.Set("Ce-Type", typ)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return string(b), fmt.Errorf("%s: %s: %s", typ, resp.Status, b)
-	}
-	return string(b), nil
 }
 
 // runDemo submits the example task and prints its progress until it ends.
@@ -226,7 +94,7 @@ func runDemo(ctx context.Context, c *cluster.Cluster, url, ns string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	fmt.Printf("\n$ curl -X POST %s/ -H 'Ce-Type: task.submitted' ... -d @examples/task.submitted.json\n", url)
-	body, err := post(url, "task.submitted", data)
+	body, err := devstack.Post(url, "task.submitted", data)
 	if err != nil {
 		return err
 	}

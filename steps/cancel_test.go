@@ -1,0 +1,88 @@
+package steps
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+// Cancellation racing another step: "when it finds the label between jobs or
+// before the first, it starts no other job, and deletes the task's jobs that
+// are still running (by name, also those that an earlier attempt ... started)".
+func TestCancelRaces(t *testing.T) {
+	parts := []string{"ex-00", "ex-01"}
+	cases := []struct {
+		name      string
+		prog      Progress
+		jobs      []string // parts whose jobs exist, running
+		now       time.Time
+		state     string
+		deletes   int
+		endedRecs int
+	}{
+		{
+			name:  "a part recorded moments ago whose job is not there yet may still be created: CANCELING",
+			prog:  progressOf(parts, "ev-2", t0.Add(-5*time.Second), "ex-00", "ex-01").withDone("ex-00"),
+			now:   t0,
+			state: StateCanceling,
+		},
+		{
+			name:  "past the grace period, a recorded part without a job was never created: CANCELED",
+			prog:  progressOf(parts, "ev-2", t0.Add(-2*recordedMissingGrace), "ex-00", "ex-01").withDone("ex-00"),
+			now:   t0,
+			state: StateCanceled,
+		},
+		{
+			name:      "a running job is recorded as ended by the service before it is deleted",
+			prog:      progressOf(parts, "ev-1", t0.Add(-time.Minute), "ex-00"),
+			jobs:      []string{"ex-00"},
+			now:       t0,
+			state:     StateCanceling,
+			deletes:   1,
+			endedRecs: 1,
+		},
+		{
+			name:      "a job the cancel deleted is not waited for as one being created",
+			prog:      progressOf(parts, "ev-1", t0.Add(-time.Second), "ex-00").withEnded("ex-00", "Task cancelled"),
+			now:       t0,
+			state:     StateCanceled,
+			endedRecs: 1,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			jobs := map[string]*batchv1.Job{}
+			for _, p := range c.jobs {
+				jobs[p] = running(p)
+			}
+			p := c.prog
+			plan := Decide(Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(&p)), Jobs: jobs}, DefaultConfig(), c.now)
+			if plan.State != c.state {
+				t.Fatalf("state %s, want %s (plan %+v)", plan.State, c.state, plan)
+			}
+			deletes := 0
+			for _, a := range plan.Actions {
+				if a.Kind == CreateJob || a.Kind == CreatePVC {
+					t.Errorf("a cancelled task starts %s", a.Part)
+				}
+				if a.Kind == DeleteJob {
+					deletes++
+				}
+			}
+			if deletes != c.deletes {
+				t.Errorf("%d deletions, want %d", deletes, c.deletes)
+			}
+			ended := len(p.Ended)
+			if plan.Progress != nil {
+				ended = len(plan.Progress.Ended)
+			}
+			if ended != c.endedRecs {
+				t.Errorf("%d ended records, want %d", ended, c.endedRecs)
+			}
+			if (c.state == StateCanceled) != (plan.Final != nil) {
+				t.Errorf("final %v with state %s", plan.Final, c.state)
+			}
+		})
+	}
+}

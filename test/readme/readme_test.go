@@ -1,0 +1,144 @@
+// Package readme runs the README's curl examples against the handler as
+// `make dev` runs it, so that they cannot rot.
+package readme
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+)
+
+// curlCommands returns the README's shell commands that call the handler on
+// localhost:8080, continuation lines joined, in their order.
+func curlCommands(t *testing.T, readme string) []string {
+	t.Helper()
+	f, err := os.Open(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cmds []string
+	inSh, cur := false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```sh"):
+			inSh = true
+			continue
+		case strings.HasPrefix(line, "```"):
+			inSh = false
+			continue
+		case !inSh:
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			cur += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		cmd := strings.TrimSpace(cur + line)
+		cur = ""
+		// Commands with <placeholders> are templates, not examples.
+		if strings.HasPrefix(cmd, "curl ") && strings.Contains(cmd, "localhost:8080") && !strings.Contains(cmd, "<") {
+			cmds = append(cmds, cmd)
+		}
+	}
+	return cmds
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestREADMECurlExamples(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	cmds := curlCommands(t, filepath.Join(root, "README.md"))
+	if len(cmds) < 6 {
+		t.Fatalf("found %d curl examples in the README, want the four step types, the view and structured mode: %q", len(cmds), cmds)
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop() }()
+	bin := filepath.Join(t.TempDir(), "handler")
+	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "handler")).CombinedOutput(); err != nil {
+		t.Fatalf("build the handler: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	logs, _ := os.Create(filepath.Join(t.TempDir(), "handler.log"))
+	s, err := devstack.Start(ctx, c, devstack.Options{Root: root, Namespace: "default", Port: port, Handler: bin, Stdout: logs, Stderr: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+
+	for i, cmd := range cmds {
+		run := strings.ReplaceAll(cmd, "localhost:8080", addr)
+		sh := exec.Command("bash", "-c", run)
+		sh.Dir = root
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("README example %d failed: %v\n%s\n%s", i+1, err, cmd, out)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(out, &body); err != nil {
+			t.Fatalf("README example %d: the answer is not a JSON object: %v\n%s\n%s", i+1, err, cmd, out)
+		}
+		if msg, ok := body["error"]; ok {
+			t.Fatalf("README example %d answered an error: %v\n%s", i+1, msg, cmd)
+		}
+		t.Logf("example %d: %s", i+1, out)
+		if strings.Contains(cmd, "task.submitted") {
+			// The rest of the examples speak of the task once it ran.
+			waitComplete(t, "http://"+addr+"/tasks/default/task-1234abcd")
+		}
+		if strings.Contains(cmd, "/tasks/default/") && body["state"] != steps.StateComplete {
+			t.Errorf("the view says %v, want COMPLETE", body["state"])
+		}
+		if strings.Contains(cmd, "task.cancelled") && !strings.Contains(string(out), "already ended") {
+			t.Errorf("cancelling the completed task: %s, want it to say the task already ended", out)
+		}
+	}
+}
+
+func waitComplete(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	state := ""
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			var v steps.TesTask
+			_ = json.NewDecoder(resp.Body).Decode(&v)
+			resp.Body.Close()
+			state = v.State
+			if state == steps.StateComplete {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the README's task is %q after 90 s, want COMPLETE", state)
+}
