@@ -58,7 +58,19 @@ func run() error {
 		return err
 	}
 	defer func() { _ = c.Stop() }()
-	s, err := devstack.Start(ctx, c, devstack.Options{Root: ".", Namespace: *ns, Port: *port, Handler: *handlerBin, Sweep: *sweepEvery})
+	opts := devstack.Options{Root: ".", Namespace: *ns, Port: *port, Handler: *handlerBin, Sweep: *sweepEvery}
+	if *demo {
+		// The demo prints the task's progress; the handler's logs go to a file.
+		logPath := filepath.Join(*dir, "handler.log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opts.Stdout, opts.Stderr = f, f
+		fmt.Fprintf(os.Stderr, "dev: the handler's logs are in %s\n", logPath)
+	}
+	s, err := devstack.Start(ctx, c, opts)
 	if err != nil {
 		return err
 	}
