@@ -62,7 +62,7 @@ type Options struct {
 	// S3PartSize and S3Concurrency tune multipart transfers: the size of a
 	// part (default 8 MiB; S3's minimum is 5 MiB) and how many parts of one
 	// object move at once (default 4). An upload buffers (S3Concurrency+1)
-	// parts in memory; at most two large uploads run at once.
+	// parts in memory; one large upload runs at a time.
 	S3PartSize    int64
 	S3Concurrency int
 }

@@ -31,8 +31,10 @@ type s3Transport struct {
 	big chan struct{}
 }
 
-// maxBigUploads is how many multipart uploads run at once.
-const maxBigUploads = 2
+// maxBigUploads is how many multipart uploads run at once: one keeps the
+// filer's memory near (S3Concurrency+2) parts, while its parts still move in
+// parallel.
+const maxBigUploads = 1
 
 func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	a := opts.AWS

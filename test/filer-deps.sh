@@ -61,7 +61,7 @@ fi
 mkdir -p "$TOOLS"
 if [ ! -x "$TOOLS/versitygw" ] || [ "$(cat "$TOOLS/versitygw.version" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
   log "building versitygw $VERSITYGW_VERSION into $TOOLS (a few minutes on first run)"
-  (cd / && GOBIN="$TOOLS" GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
+  (cd / && GOBIN="$TOOLS" GOFLAGS= "${GO:-go}" install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
   echo "$VERSITYGW_VERSION" >"$TOOLS/versitygw.version"
 fi
 log "ready: vsftpd, curl, user $FTP_USER, $TOOLS/versitygw ($VERSITYGW_VERSION)"

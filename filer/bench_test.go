@@ -1,0 +1,363 @@
+package filer
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// BenchmarkFiler moves one 1 GiB file and 1,000 small files each way
+// through S3 (versitygw) and HTTP (net/http) on loopback, with the filer
+// command as a subprocess (as in the filer jobs), and the same transfers by
+// curl as the baseline. It prints MB/s (10^6 bytes), files/s, the peak RSS
+// of each process and the filer/baseline ratio, as medians of
+// FILER_BENCH_REPS runs (default 3); FILER_BENCH_ONLY selects transfers by
+// a part of their names, FILER_BENCH_BIG_MB sets the big file's size. Run it
+// with `make bench-filer`.
+func BenchmarkFiler(b *testing.B) {
+	reps := 3
+	if v, err := strconv.Atoi(os.Getenv("FILER_BENCH_REPS")); err == nil && v > 0 {
+		reps = v
+	}
+	bigSize := int64(1 << 30)
+	if v, err := strconv.ParseInt(os.Getenv("FILER_BENCH_BIG_MB"), 10, 64); err == nil && v > 0 {
+		bigSize = v << 20
+	}
+	const smallCount, smallSize = 1000, 4 << 10
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		b.Fatalf("curl is missing: %s", depsHint)
+	}
+	s3srv := startS3(b)
+	work, err := os.MkdirTemp("/tmp", "filer-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "filer")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/filer").CombinedOutput(); err != nil {
+		b.Fatalf("build the filer: %v\n%s", err, out)
+	}
+
+	// The data: one big file and many small ones.
+	src := filepath.Join(work, "src")
+	big := filepath.Join(src, "big.bin")
+	os.MkdirAll(filepath.Join(src, "small"), 0o755)
+	f, _ := os.Create(big)
+	if _, err := io.CopyN(f, rand.Reader, bigSize); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	var smallNames []string
+	buf := make([]byte, smallSize)
+	for i := range smallCount {
+		rand.Read(buf)
+		n := fmt.Sprintf("f%04d.dat", i)
+		smallNames = append(smallNames, n)
+		os.WriteFile(filepath.Join(src, "small", n), buf, 0o644)
+	}
+
+	// HTTP: GET serves files of the server's directory, PUT stores them.
+	httpDir := filepath.Join(work, "http")
+	os.MkdirAll(httpDir, 0o755)
+	os.Link(big, filepath.Join(httpDir, "big.bin"))
+	os.MkdirAll(filepath.Join(httpDir, "small"), 0o755)
+	for _, n := range smallNames {
+		os.Link(filepath.Join(src, "small", n), filepath.Join(httpDir, "small", n))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hsrv := &http.Server{Handler: fileServer(httpDir)}
+	go hsrv.Serve(l)
+	defer hsrv.Close()
+	httpURL := "http://" + l.Addr().String()
+
+	// S3: the filer reads the mounted aws-secret's files.
+	awsDir := filepath.Join(work, "aws")
+	os.MkdirAll(awsDir, 0o755)
+	os.WriteFile(filepath.Join(awsDir, "config"), []byte("[default]\nregion = us-east-1\nendpoint_url = "+s3srv.Endpoint+"\n"), 0o600)
+	os.WriteFile(filepath.Join(awsDir, "credentials"), []byte("[default]\naws_access_key_id = "+s3srv.AccessKey+"\naws_secret_access_key = "+s3srv.Secret+"\n"), 0o600)
+	bucket := s3srv.bucket(b)
+	s3URL := s3srv.Endpoint + "/" + bucket
+	sigv4 := []string{"--aws-sigv4", "aws:amz:us-east-1:s3", "--user", s3srv.AccessKey + ":" + s3srv.Secret, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"}
+
+	taskDir := filepath.Join(work, "task")
+	dlDir := filepath.Join(work, "curl-dl")
+	reset := func() {
+		os.RemoveAll(taskDir)
+		os.RemoveAll(dlDir)
+		os.MkdirAll(filepath.Join(taskDir, "data"), 0o755)
+		os.MkdirAll(dlDir, 0o755)
+	}
+	// The task volume holds the sources for the uploads.
+	stage := func() {
+		reset()
+		os.Link(big, filepath.Join(taskDir, "data", "big.bin"))
+		os.MkdirAll(filepath.Join(taskDir, "data", "small"), 0o755)
+		for _, n := range smallNames {
+			os.Link(filepath.Join(src, "small", n), filepath.Join(taskDir, "data", "small", n))
+		}
+	}
+
+	filer := func(mode string, task *taskspec.Task) measure {
+		raw, _ := json.Marshal(task)
+		tf := filepath.Join(work, "task.json")
+		os.WriteFile(tf, raw, 0o644)
+		cmd := exec.Command(bin, mode, "--file", tf)
+		cmd.Env = append(os.Environ(), "TESK_TASK_DIR="+taskDir, "AWS_CONFIG_FILE="+filepath.Join(awsDir, "config"),
+			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(awsDir, "credentials"), "AWS_EC2_METADATA_DISABLED=true", "DEBUG=")
+		return runMeasured(b, cmd)
+	}
+	curlRun := func(args ...string) measure {
+		cmd := exec.Command(curl, append([]string{"-sS", "--fail"}, args...)...)
+		return runMeasured(b, cmd)
+	}
+	// curl's config file for many transfers on one command.
+	curlConfig := func(lines []string) string {
+		p := filepath.Join(work, "curl.conf")
+		os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		return p
+	}
+	exec1 := func(p string) string { return "/data/" + p }
+
+	var results []result
+	only := os.Getenv("FILER_BENCH_ONLY") // a substring of the transfers' names
+	add := func(name string, bytes int64, files int, filerRun, baseRun func() measure, check func()) {
+		if !strings.Contains(name, only) {
+			return
+		}
+		var fm, bm []measure
+		for range reps {
+			fm = append(fm, filerRun())
+			check()
+			bm = append(bm, baseRun())
+		}
+		r := result{name: name, bytes: bytes, files: files, filer: median(fm), base: median(bm)}
+		results = append(results, r)
+		b.Logf("%-28s filer %s | curl %s | ratio %.2f", name, r.filer.format(bytes, files), r.base.format(bytes, files), r.base.seconds/r.filer.seconds)
+	}
+	checkSize := func(p string, size int64) func() {
+		return func() {
+			fi, err := os.Stat(p)
+			if err != nil || fi.Size() != size {
+				b.Fatalf("%s: %v, %v", p, fi, err)
+			}
+		}
+	}
+	noCheck := func() {}
+
+	bigTask := func(url string) *taskspec.Task {
+		return newTask([]taskspec.Input{{URL: url, Path: exec1("big.bin")}}, []taskspec.Output{{URL: url, Path: exec1("big.bin")}})
+	}
+	smallInputs := func(base string) []taskspec.Input {
+		var ins []taskspec.Input
+		for _, n := range smallNames {
+			ins = append(ins, taskspec.Input{URL: base + "/" + n, Path: exec1("small/" + n)})
+		}
+		return ins
+	}
+	var dlConf, ulConf, s3dlConf, s3ulConf []string
+	for _, n := range smallNames {
+		dlConf = append(dlConf, "url = "+httpURL+"/small/"+n, "output = "+filepath.Join(dlDir, n))
+		ulConf = append(ulConf, "upload-file = "+filepath.Join(src, "small", n), "url = "+httpURL+"/curl-up/small/"+n)
+		s3dlConf = append(s3dlConf, "url = "+s3URL+"/small/"+n, "output = "+filepath.Join(dlDir, n))
+		s3ulConf = append(s3ulConf, "upload-file = "+filepath.Join(src, "small", n), "url = "+s3URL+"/curl-up/small/"+n)
+	}
+
+	// HTTP
+	add("http 1GiB download", bigSize, 1,
+		func() measure { reset(); return filer("inputs", bigTask(httpURL+"/big.bin")) },
+		func() measure { reset(); return curlRun("-o", filepath.Join(dlDir, "big.bin"), httpURL+"/big.bin") },
+		checkSize(filepath.Join(taskDir, "data/big.bin"), bigSize))
+	add("http 1GiB upload", bigSize, 1,
+		func() measure { stage(); return filer("outputs", bigTask(httpURL+"/up/big.bin")) },
+		func() measure { return curlRun("-T", big, httpURL+"/curl-up/big.bin") },
+		checkSize(filepath.Join(httpDir, "up/big.bin"), bigSize))
+	add("http 1000 files download", smallCount*smallSize, smallCount,
+		func() measure { reset(); return filer("inputs", newTask(smallInputs(httpURL+"/small"), nil)) },
+		func() measure { reset(); return curlRun("-Z", "--parallel-max", "4", "-K", curlConfig(dlConf)) },
+		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
+	add("http 1000 files upload", smallCount*smallSize, smallCount,
+		func() measure {
+			stage()
+			return filer("outputs", newTask(nil, []taskspec.Output{{URL: httpURL + "/up/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
+		},
+		func() measure { return curlRun("-Z", "--parallel-max", "4", "-K", curlConfig(ulConf)) },
+		checkSize(filepath.Join(httpDir, "up/small/f0999.dat"), smallSize))
+
+	// S3
+	add("s3 1GiB upload", bigSize, 1,
+		func() measure { stage(); return filer("outputs", bigTask("s3://"+bucket+"/big.bin")) },
+		func() measure { return curlRun(append(sigv4, "-T", big, s3URL+"/curl-up/big.bin")...) },
+		noCheck)
+	add("s3 1GiB download", bigSize, 1,
+		func() measure { reset(); return filer("inputs", bigTask("s3://"+bucket+"/big.bin")) },
+		func() measure {
+			reset()
+			return curlRun(append(sigv4, "-o", filepath.Join(dlDir, "big.bin"), s3URL+"/curl-up/big.bin")...)
+		},
+		checkSize(filepath.Join(taskDir, "data/big.bin"), bigSize))
+	add("s3 1000 files upload", smallCount*smallSize, smallCount,
+		func() measure {
+			stage()
+			return filer("outputs", newTask(nil, []taskspec.Output{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
+		},
+		func() measure { return curlRun(append(sigv4, "-Z", "--parallel-max", "4", "-K", curlConfig(s3ulConf))...) },
+		noCheck)
+	add("s3 1000 files download", smallCount*smallSize, smallCount,
+		func() measure {
+			reset()
+			return filer("inputs", newTask([]taskspec.Input{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}, nil))
+		},
+		func() measure {
+			reset()
+			return curlRun(append(sigv4, "-Z", "--parallel-max", "4", "-K", curlConfig(s3dlConf))...)
+		},
+		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
+
+	w := bufio.NewWriter(os.Stdout)
+	fmt.Fprintf(w, "\nfiler benchmark: medians of %d runs; MB = 10^6 bytes; curl as the baseline (4 transfers at once for many files, as the filer)\n", reps)
+	fmt.Fprintf(w, "%-26s %12s %10s %12s %12s %10s %12s %8s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "curl MB/s", "files/s", "peak RSS", "ratio")
+	for _, r := range results {
+		fmt.Fprintf(w, "%-26s %12.0f %10.0f %9.1f MB %12.0f %10.0f %9.1f MB %8.2f\n", r.name,
+			float64(r.bytes)/1e6/r.filer.seconds, float64(r.files)/r.filer.seconds, float64(r.filer.rssKB)/1024,
+			float64(r.bytes)/1e6/r.base.seconds, float64(r.files)/r.base.seconds, float64(r.base.rssKB)/1024,
+			r.base.seconds/r.filer.seconds)
+	}
+	fmt.Fprintln(w, "ratio: filer throughput / curl throughput")
+	w.Flush()
+}
+
+type measure struct {
+	seconds float64
+	rssKB   int64
+}
+
+func (m measure) format(bytes int64, files int) string {
+	return fmt.Sprintf("%7.0f MB/s %6.0f files/s %6.1f MB RSS", float64(bytes)/1e6/m.seconds, float64(files)/m.seconds, float64(m.rssKB)/1024)
+}
+
+type result struct {
+	name        string
+	bytes       int64
+	files       int
+	filer, base measure
+}
+
+// median takes the median time, and the largest peak RSS.
+func median(ms []measure) measure {
+	s := append([]measure(nil), ms...)
+	sort.Slice(s, func(i, j int) bool { return s[i].seconds < s[j].seconds })
+	m := s[len(s)/2]
+	for _, x := range ms {
+		m.rssKB = max(m.rssKB, x.rssKB)
+	}
+	return m
+}
+
+// launchEnv makes the test binary a launcher (see launch).
+const launchEnv = "FILER_BENCH_LAUNCH_OUT"
+
+// runMeasured runs a command and reads its wall time and peak RSS, through
+// the test binary started afresh as a launcher: a child's ru_maxrss starts
+// from the RSS of the process that spawned it (Linux carries the parent's
+// high-water mark over the exec of a vfork'd child), so the command is
+// spawned by a small process rather than by the benchmark, whose servers
+// and buffers take more memory than the filer itself.
+func runMeasured(b *testing.B, cmd *exec.Cmd) measure {
+	// Each run starts without the previous runs' dirty pages to write back.
+	syscall.Sync()
+	out := filepath.Join(b.TempDir(), "measure.json")
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := exec.Command(self, cmd.Args...)
+	l.Args[1] = cmd.Path
+	l.Env = append(cmd.Env, launchEnv+"="+out)
+	if cmd.Env == nil {
+		l.Env = append(os.Environ(), launchEnv+"="+out)
+	}
+	var stderr strings.Builder
+	l.Stderr = &stderr
+	l.Stdout = io.Discard
+	if err := l.Run(); err != nil {
+		args := strings.Join(cmd.Args, " ")
+		b.Fatalf("%s: %v\n%s", args[:min(200, len(args))], err, stderr.String())
+	}
+	var m struct {
+		Seconds float64
+		MaxRSS  int64
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(raw, &m) != nil {
+		b.Fatalf("launcher: %v %s", err, raw)
+	}
+	return measure{seconds: m.Seconds, rssKB: m.MaxRSS}
+}
+
+// launch runs a command, as the launcher of runMeasured, and writes its
+// wall time and peak RSS (from its os.ProcessState) to the file out.
+func launch(out string, args []string) int {
+	os.Unsetenv(launchEnv)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	el := time.Since(start).Seconds()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	raw, _ := json.Marshal(map[string]any{"Seconds": el, "MaxRSS": ru.Maxrss})
+	if werr := os.WriteFile(out, raw, 0o644); werr != nil {
+		fmt.Fprintln(os.Stderr, werr)
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// fileServer serves GET from dir and stores PUT bodies there.
+func fileServer(dir string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := filepath.Join(dir, filepath.FromSlash(filepath.Clean("/"+r.URL.Path)))
+		switch r.Method {
+		case http.MethodGet:
+			http.ServeFile(w, r, p)
+		case http.MethodPut:
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			f, err := os.Create(p)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			_, err = copyStream(f, r.Body)
+			f.Close()
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+		default:
+			http.Error(w, "method", http.StatusMethodNotAllowed)
+		}
+	})
+}
