@@ -219,7 +219,9 @@ func BenchmarkFiler(b *testing.B) {
 			stage()
 			return filer("outputs", newTask(nil, []taskspec.Output{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
 		},
-		func() measure { return curlRun(append(sigv4, "-Z", "--parallel-max", "4", "-K", curlConfig(s3ulConf))...) },
+		func() measure {
+			return curlRun(append(sigv4, "-Z", "--parallel-max", "4", "-K", curlConfig(s3ulConf))...)
+		},
 		noCheck)
 	add("s3 1000 files download", smallCount*smallSize, smallCount,
 		func() measure {
