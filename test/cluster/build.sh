@@ -38,7 +38,7 @@ fi
 
 mkdir -p "$cache"
 export CGO_ENABLED=0
-flags=(-p "$BUILD_P" -trimpath -ldflags "-s -w")
+flags=(-p "$BUILD_P" -trimpath -buildvcs=false -ldflags "-s -w")
 
 missing=0
 for b in "${bins[@]}"; do
