@@ -3,6 +3,7 @@ package filer
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -425,5 +426,30 @@ func TestHTTPOddNames(t *testing.T) {
 	}
 	if got, ok := st.get("/up/" + name); !ok || got != "odd" {
 		t.Errorf("server has %v", st.files)
+	}
+}
+
+// A cancelled run stops its transfers and says so.
+func TestCancel(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.Write(make([]byte, 1000))
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	opts, _ := testOptions(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-arrived; cancel() }()
+	_, err := Run(ctx, ModeInputs, newTask([]taskspec.Input{{URL: srv.URL + "/slow", Path: "/data/x"}}, nil), opts)
+	if err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Errorf("error %v", err)
 	}
 }
