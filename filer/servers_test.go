@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +90,9 @@ func toolsDir() string {
 
 // startProcess starts a server process that is killed with the test binary.
 func startProcess(cmd *exec.Cmd, addr string) (func(), error) {
+	// Killed too if the test binary dies without stopping it (a panic, a
+	// timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
