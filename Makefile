@@ -22,12 +22,6 @@ vet:
 test: cluster-bins filer-deps vet
 	$(GO) test -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
-# What the filer's tests need: vsftpd and curl (Debian), the FTP test user,
-# versitygw (S3) built into ~/.cache/tesk-knative/tools.
-.PHONY: filer-deps
-filer-deps:
-	bash test/filer-deps.sh
-
 # Only the pure logic and decoders: no cluster, no servers.
 test-unit:
 	$(GO) test -count=1 ./taskspec/... ./steps/... ./events/... ./server/...
