@@ -217,6 +217,10 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 				return plan // its pods are still ending
 			}
 			msg := fmt.Sprintf("Job '%s' failed%s", job.Name, failureDetail(job))
+			if why := job.Annotations[AnnotationFailed]; why != "" {
+				// The service failed it: say why.
+				msg = fmt.Sprintf("Job '%s' was failed: %s", job.Name, why)
+			}
 			plan.note("info", "%s", msg)
 			return stop(plan, prog, cfg, failedState(part), msg)
 		default:

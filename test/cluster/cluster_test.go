@@ -484,3 +484,32 @@ func TestRestartPolicyAlwaysKeepsRunning(t *testing.T) {
 		t.Errorf("phase %s, want Running", p.Status.Phase)
 	}
 }
+
+// A pod without the annotation takes its fate from an image
+// fate.tesk.test/<result>[:<exit-code>].
+func TestFateFromImage(t *testing.T) {
+	ns := namespace(t)
+	job := newJob("by-image", nil, nil)
+	job.Spec.Template.Spec.Containers[0].Image = "fate.tesk.test/fail:4"
+	if _, err := shared.Client.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, shared.Client, ns, "by-image", batchv1.JobFailed)
+	pods := jobPods(t, ns, "by-image")
+	if len(pods) != 1 {
+		t.Fatalf("want 1 pod, got %d", len(pods))
+	}
+	if cs := pods[0].Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 4 {
+		t.Fatalf("container statuses %+v, want terminated with exit code 4", cs)
+	}
+
+	pod := newPod("pull-by-image", nil)
+	pod.Spec.Containers[0].Image = "fate.tesk.test/ErrImagePull"
+	if _, err := shared.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "pull-by-image", "waiting with ErrImagePull", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == corev1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ErrImagePull"
+	})
+}

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -277,4 +278,53 @@ func (e *env) podsOf(job string) []corev1.Pod {
 		e.t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// A filer job that fails stops the task with SYSTEM_ERROR, before any
+// executor.
+func TestInputsFilerFailureIsSystemError(t *testing.T) {
+	zero := int32(0)
+	e := newEnv(t, envOptions{config: func(c *steps.Config) {
+		c.FilerName, c.FilerVersion = "fate.tesk.test/fail", "5"
+		c.FilerBackoffLimit = &zero
+	}})
+	task := "task-filerfail01"
+	e.submit(task, taskJSON(executor(task, 0, nil, nil)))
+	v := e.waitState(task, steps.StateSystemError, taskTimeout)
+	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), task+"-inputs-filer") {
+		t.Errorf("system_logs %v should name the inputs filer's job", v.Logs[0].SystemLogs)
+	}
+	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
+		t.Errorf("an executor was created after the inputs filer failed: %v", err)
+	}
+	if j, err := e.job(task + "-inputs-filer"); err != nil || steps.StatusOf(j) != steps.JobFailed {
+		t.Errorf("the failed filer's job should be kept: %v", err)
+	}
+	e.waitFor("the PVC to be deleted", 10*time.Second, func() bool { return e.pvcGone(task) })
+}
+
+// A filer whose image cannot be pulled is failed after the pod timeout:
+// SYSTEM_ERROR.
+func TestFilerThatCannotStartIsSystemError(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.FilerName, c.FilerVersion = "fate.tesk.test/ErrImagePull", "latest" }})
+	task := "task-filerpull01"
+	e.submit(task, taskJSON(executor(task, 0, nil, nil)))
+	e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	e.checkFailedByService(task + "-inputs-filer")
+}
+
+// With TESK_MAX_QUEUE_SECONDS, a filer whose pod is never scheduled is failed
+// and kept: SYSTEM_ERROR.
+func TestUnschedulableFilerIsFailed(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *steps.Config) {
+		c.MaxQueue = 2 * time.Second
+		c.FilerResources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500")}}
+	}})
+	task := "task-filersched01"
+	e.submit(task, taskJSON(executor(task, 0, nil, nil)))
+	v := e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "wasn't scheduled") {
+		t.Errorf("system_logs %v", v.Logs[0].SystemLogs)
+	}
+	e.checkFailedByService(task + "-inputs-filer")
 }
