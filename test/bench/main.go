@@ -31,12 +31,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
 
 var (
@@ -184,28 +184,7 @@ func setupNamespace(ctx context.Context, c *cluster.Cluster, ns string) error {
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join("config", "knative", "rbac.yaml"))
-	if err != nil {
-		return err
-	}
-	objs, err := cluster.DecodeManifest(data)
-	if err != nil {
-		return err
-	}
-	var docs [][]byte
-	for _, o := range objs {
-		o.SetNamespace(ns)
-		if subs, ok := o.Object["subjects"].([]any); ok {
-			for _, s := range subs {
-				if m, ok := s.(map[string]any); ok {
-					m["namespace"] = ns
-				}
-			}
-		}
-		b, _ := yaml.Marshal(o.Object)
-		docs = append(docs, b)
-	}
-	return c.Apply(ctx, bytes.Join(docs, []byte("\n---\n")))
+	return devstack.ApplyRBAC(ctx, c, filepath.Join("config", "knative", "rbac.yaml"), ns, nil)
 }
 
 func executorJob(task string, i int) batchv1.Job {

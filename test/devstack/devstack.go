@@ -57,10 +57,10 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	if err := ensureNamespace(ctx, c, o.Namespace); err != nil {
 		return nil, err
 	}
-	if err := applyRBAC(ctx, c, filepath.Join(o.Root, "config", "knative", "rbac.yaml"), o.Namespace); err != nil {
+	if err := ApplyRBAC(ctx, c, filepath.Join(o.Root, "config", "knative", "rbac.yaml"), o.Namespace, nil); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, o.Namespace, "tesk-handler")
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, o.Namespace, HandlerRole)
 	if err != nil {
 		return nil, err
 	}
@@ -140,9 +140,14 @@ func ensureNamespace(ctx context.Context, c *cluster.Cluster, ns string) error {
 	return nil
 }
 
-// applyRBAC applies the handler's ServiceAccount, Role and RoleBinding in the
-// namespace.
-func applyRBAC(ctx context.Context, c *cluster.Cluster, path, ns string) error {
+// HandlerRole is the name of the handler's ServiceAccount, Role and
+// RoleBinding in config/knative/rbac.yaml.
+const HandlerRole = "tesk-handler"
+
+// ApplyRBAC applies the handler's ServiceAccount, Role and RoleBinding of
+// config/knative/rbac.yaml (at path) in the namespace; change, if set, edits
+// the Role first.
+func ApplyRBAC(ctx context.Context, c *cluster.Cluster, path, ns string, change func(role map[string]any)) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -152,7 +157,11 @@ func applyRBAC(ctx context.Context, c *cluster.Cluster, path, ns string) error {
 		return err
 	}
 	var docs [][]byte
+	roles := 0
 	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			continue
+		}
 		o.SetNamespace(ns)
 		if subs, ok := o.Object["subjects"].([]any); ok {
 			for _, s := range subs {
@@ -161,11 +170,20 @@ func applyRBAC(ctx context.Context, c *cluster.Cluster, path, ns string) error {
 				}
 			}
 		}
+		if o.GetKind() == "Role" && o.GetName() == HandlerRole {
+			roles++
+			if change != nil {
+				change(o.Object)
+			}
+		}
 		b, err := yaml.Marshal(o.Object)
 		if err != nil {
 			return err
 		}
 		docs = append(docs, b)
+	}
+	if roles != 1 {
+		return fmt.Errorf("%s has %d Roles named %s, want 1", path, roles, HandlerRole)
 	}
 	return c.Apply(ctx, bytes.Join(docs, []byte("\n---\n")))
 }

@@ -26,11 +26,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
 
 // shared is the cluster of every test of the package (see TestMain).
@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 }
 
 // HandlerServiceAccount is the handler's ServiceAccount in config/knative.
-const HandlerServiceAccount = "tesk-handler"
+const HandlerServiceAccount = devstack.HandlerRole
 
 // repoRoot is the module's root, from the test's directory.
 func repoRoot(t testing.TB) string {
@@ -163,52 +163,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 // config/knative/rbac.yaml into the namespace.
 func applyRole(t *testing.T, ns string, change func(map[string]any)) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml"))
-	if err != nil {
-		t.Fatalf("the handler's RBAC: %v", err)
-	}
-	objs, err := cluster.DecodeManifest(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	found := 0
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			continue
-		}
-		o.SetNamespace(ns)
-		if o.GetKind() == "RoleBinding" {
-			subs, _, _ := unstructuredSlice(o.Object, "subjects")
-			for _, s := range subs {
-				if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" {
-					m["namespace"] = ns
-				}
-			}
-		}
-		if o.GetKind() == "Role" && o.GetName() == HandlerServiceAccount {
-			found++
-			if change != nil {
-				change(o.Object)
-			}
-		}
-		b, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	if found != 1 {
-		t.Fatalf("config/knative/rbac.yaml has %d Roles named %s, want 1", found, HandlerServiceAccount)
-	}
-	if err := shared.Apply(context.Background(), bytes.Join(out, []byte("\n---\n"))); err != nil {
+	path := filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml")
+	if err := devstack.ApplyRBAC(context.Background(), shared, path, ns, change); err != nil {
 		t.Fatalf("apply the handler's RBAC: %v", err)
 	}
-}
-
-func unstructuredSlice(obj map[string]any, key string) ([]any, bool, error) {
-	v, ok := obj[key].([]any)
-	return v, ok, nil
 }
 
 // post sends a binary-mode CloudEvent to the handler and returns the status
