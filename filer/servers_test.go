@@ -27,9 +27,6 @@ import (
 const depsHint = "run `make filer-deps` (test/filer-deps.sh) first"
 
 func TestMain(m *testing.M) {
-	if out := os.Getenv(launchEnv); out != "" {
-		os.Exit(launch(out, os.Args[1:]))
-	}
 	// No test may ask the EC2 metadata service for credentials: it is not
 	// on loopback.
 	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
