@@ -30,7 +30,8 @@ const taskLabelExists = LabelTask
 // pods that cannot start or be scheduled in time, jobs failed but not yet
 // marked, cancellations and finished jobs whose events were lost, and tasks
 // past their TTL. It costs three LIST calls whatever the number of tasks (the
-// anchors' metadata, the jobs, the pods), then writes only what is due.
+// anchors' metadata, the jobs, the pending pods), then steps only the tasks
+// that are due.
 // event is the sweep's event id: a redelivery of it may finish what its first
 // attempt started.
 func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interface) (SweepResult, error) {
@@ -50,9 +51,13 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	}); err != nil {
 		return res, err
 	}
+	// Only pending pods can be due (they cannot start, or are not
+	// scheduled); a task found due is stepped from a fresh read of all its
+	// pods.
+	pending := metav1.ListOptions{LabelSelector: taskLabelExists, FieldSelector: "status.phase=" + string(corev1.PodPending)}
 	var pods *corev1.PodList
 	if err := r.call(ctx, func(ctx context.Context) (err error) {
-		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, sel)
+		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, pending)
 		return err
 	}); err != nil {
 		return res, err
