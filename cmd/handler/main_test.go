@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseOptions(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	cases := []struct {
+		name    string
+		args    []string
+		env     func(string) string
+		want    options
+		wantErr string
+	}{
+		{name: "defaults", env: env(), want: options{namespace: podNamespace(), podTimeout: "240", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 8080}},
+		{name: "env", env: env("NAMESPACE", "tesk", "POD_TIMEOUT", " 30 ", "FILER_NAME", "f", "FILER_VERSION", "1.0", "PULL_POLICY_ALWAYS", "true", "DEBUG", "1", "PORT", "9090"),
+			want: options{namespace: "tesk", podTimeout: "30", filerName: "f", filerVersion: "1.0", pullPolicyAlways: true, debug: true, port: 9090}},
+		{name: "flags win over env", args: []string{"--namespace", "a", "--pod-timeout", "5", "--port", "7070"}, env: env("NAMESPACE", "b", "POD_TIMEOUT", "6", "PORT", "9090"),
+			want: options{namespace: "a", podTimeout: "5", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 7070}},
+		{name: "empty env is unset", env: env("NAMESPACE", " ", "FILER_NAME", ""), want: options{namespace: podNamespace(), podTimeout: "240", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 8080}},
+		{name: "bad PORT", env: env("PORT", "http"), wantErr: "PORT"},
+		{name: "bad DEBUG", env: env("DEBUG", "sometimes"), wantErr: "DEBUG"},
+		{name: "stray argument", args: []string{"task.json"}, env: env(), wantErr: "unexpected arguments"},
+		{name: "unknown flag", args: []string{"--poll-interval", "5"}, env: env(), wantErr: "poll-interval"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseOptions(c.args, c.env)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one about %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// On SIGTERM the handler takes no new request, finishes the one in flight,
+// and exits 0.
+func TestSIGTERMFinishesRequestsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "handler")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// A stand-in API server that answers slowly: the task is unknown.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+	}))
+	defer api.Close()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, api.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespace", "tesk", "--port", fmt.Sprint(port))
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for i := 0; i < 100; i++ {
+		if resp, err := http.Get(url + "/readyz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{"task":"task-1","job":"task-1-ex-00"}`))
+		req.Header.Set("Ce-Specversion", "1.0")
+		req.Header.Set("Ce-Id", "1")
+		req.Header.Set("Ce-Source", "test")
+		req.Header.Set("Ce-Type", "job.finished")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{code: resp.StatusCode, body: string(b)}
+	}()
+	time.Sleep(300 * time.Millisecond) // the request waits on the API server
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.code != http.StatusOK || !strings.Contains(a.body, "unknown task") {
+		t.Errorf("the request in flight: %d %q %v, want it answered 200", a.code, a.body, a.err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit: %v, want 0\n%s", err, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the handler did not exit after SIGTERM\n%s", logs.String())
+	}
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Error("the handler still takes requests after it exited")
+	}
+	if !strings.Contains(logs.String(), "Shutting down") || !strings.Contains(logs.String(), "Stopped") {
+		t.Errorf("logs do not show the shutdown:\n%s", logs.String())
+	}
+}
