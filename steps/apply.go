@@ -333,7 +333,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 	}
 	for _, act := range plan.Actions {
 		res.Actions = append(res.Actions, act)
-		again, err := r.do(ctx, a, anchor, rv, act, needSpec)
+		again, err := r.do(ctx, a, anchor, act, needSpec)
 		if err != nil || again {
 			return again, err
 		}
@@ -356,7 +356,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 }
 
 // do carries out one action.
-func (r *Runner) do(ctx context.Context, a Anchor, anchor *corev1.ConfigMap, rv string, act Action, needSpec func() (*taskspec.Task, error)) (bool, error) {
+func (r *Runner) do(ctx context.Context, a Anchor, anchor *corev1.ConfigMap, act Action, needSpec func() (*taskspec.Task, error)) (bool, error) {
 	ns := a.Namespace
 	jobs := r.Client.BatchV1().Jobs(ns)
 	name := ObjectName(a.Name, act.Part)
@@ -382,7 +382,7 @@ func (r *Runner) do(ctx context.Context, a Anchor, anchor *corev1.ConfigMap, rv 
 		var job *batchv1.Job
 		if i, ok := ExecutorIndex(act.Part); ok {
 			if i >= len(spec.Executors) {
-				return r.refused(ctx, anchor, act, fmt.Errorf("the task has no executor %d", i))
+				return false, &BadInputError{Err: fmt.Errorf("task %s: its progress names executor %d, but it has %d", a.Name, i, len(spec.Executors))}
 			}
 			job = BuildExecutorJob(a, spec, i, r.Config)
 		} else {
