@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"sort"
 	"strings"
 )
 
@@ -136,17 +135,10 @@ func (t *fileTransport) list(ctx context.Context, raw string, fn func(rel, url s
 	}
 	var walk func(rel string) error
 	walk = func(rel string) error {
-		dir := path.Join(base, rel)
-		f, err := t.root.Open(dir)
+		names, err := readNames(t.root, path.Join(base, rel))
 		if err != nil {
 			return err
 		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		sort.Strings(names)
 		for _, n := range names {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -247,14 +247,22 @@ func readDirIn(root *os.Root, execPath string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := root.Open(res)
+	return readNames(root, res)
+}
+
+// readNames lists the names in a directory below root, sorted.
+func readNames(root *os.Root, rel string) ([]string, error) {
+	f, err := root.Open(rel)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
 	sort.Strings(names)
-	return names, err
+	return names, nil
 }
 
 // walkFiles calls fn for every regular file below the executor directory
@@ -270,16 +278,10 @@ func walkFiles(root *os.Root, dir string, fn func(execPath string, size int64) e
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	f, err := root.Open(resDir)
+	names, err := readNames(root, resDir)
 	if err != nil {
 		return err
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
 	for _, n := range names {
 		p := path.Join(dir, n)
 		fi, err := root.Lstat(path.Join(resDir, n))
