@@ -16,15 +16,19 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 )
 
 // The filer's tests run against real servers on loopback: versitygw (an
 // S3-compatible server) and vsftpd, started here once per test binary.
 // test/filer-deps.sh installs both; a missing one fails the tests that need
 // it, naming that command.
-const depsHint = "run `make filer-deps` (test/filer-deps.sh) first"
+const depsHint = s3server.DepsHint
+
+// s3Secret is the S3 server's secret key, which no log may show.
+const s3Secret = s3server.SecretKey
 
 func TestMain(m *testing.M) {
 	// No test may ask the EC2 metadata service for credentials: it is not
@@ -75,16 +79,6 @@ func waitPort(addr string, d time.Duration) error {
 	}
 }
 
-// toolsDir is where test/filer-deps.sh caches versitygw.
-func toolsDir() string {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "tesk-knative", "tools")
-}
-
 // startProcess starts a server process that is killed with the test binary.
 func startProcess(cmd *exec.Cmd, addr string) (func(), error) {
 	// Killed too if the test binary dies without stopping it (a panic, a
@@ -117,16 +111,7 @@ func startProcess(cmd *exec.Cmd, addr string) (func(), error) {
 }
 
 // s3Server is a running versitygw.
-type s3Server struct {
-	Endpoint          string
-	AccessKey, Secret string
-	Dir               string
-}
-
-const (
-	s3Access = "filertestkey"
-	s3Secret = "filertestsecret0123456789"
-)
+type s3Server struct{ *s3server.Server }
 
 var (
 	s3Once   sync.Once
@@ -138,39 +123,15 @@ var (
 func startS3(t testing.TB) *s3Server {
 	t.Helper()
 	s3Once.Do(func() {
-		bin := os.Getenv("VERSITYGW")
-		if bin == "" {
-			bin = filepath.Join(toolsDir(), "versitygw")
-		}
-		if _, err := os.Stat(bin); err != nil {
-			s3SrvErr = fmt.Errorf("versitygw not found at %s: %s", bin, depsHint)
-			return
-		}
-		dir, err := os.MkdirTemp("", "filer-s3-")
-		if err != nil {
-			s3SrvErr = err
-			return
-		}
-		port := freePort(t)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		cmd := exec.Command(bin, "--quiet", "--port", addr, "posix", dir)
-		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s3Access, "ROOT_SECRET_KEY="+s3Secret)
-		logf, _ := os.Create(filepath.Join(dir, "..", filepath.Base(dir)+".log"))
-		cmd.Stdout, cmd.Stderr = logf, logf
-		stop, err := startProcess(cmd, addr)
+		srv, err := s3server.Start()
 		if err != nil {
 			s3SrvErr = err
 			return
 		}
 		serversMu.Lock()
-		stoppers = append(stoppers, func() {
-			stop()
-			logf.Close()
-			os.Remove(logf.Name())
-			os.RemoveAll(dir)
-		})
+		stoppers = append(stoppers, srv.Stop)
 		serversMu.Unlock()
-		s3Srv = &s3Server{Endpoint: "http://" + addr, AccessKey: s3Access, Secret: s3Secret, Dir: dir}
+		s3Srv = &s3Server{srv}
 	})
 	if s3SrvErr != nil {
 		t.Fatalf("S3 server: %v", s3SrvErr)
@@ -179,14 +140,7 @@ func startS3(t testing.TB) *s3Server {
 }
 
 // client is a plain S3 client of the server, for setting up and checking.
-func (s *s3Server) client() *s3.Client {
-	return s3.New(s3.Options{
-		BaseEndpoint: aws.String(s.Endpoint),
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.Secret, ""),
-		UsePathStyle: true,
-	})
-}
+func (s *s3Server) client() *s3.Client { return s.Client() }
 
 var bucketSeq int
 
