@@ -97,10 +97,12 @@ func (s *Server) event(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, log, err)
 	}
+	// The steps name the task in their own lines; the server's lines here
+	// name it too.
+	ctx := logging.WithLogger(req.Context(), log)
 	if step.Task != "" {
 		log = log.With("task", step.Task)
 	}
-	ctx := logging.WithLogger(req.Context(), log)
 	var res any
 	switch step.Kind {
 	case events.KindIgnore:
