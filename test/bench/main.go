@@ -426,7 +426,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 		task := fmt.Sprintf("wait-%05d", i%have)
 		return []byte(fmt.Sprintf(`{"task":%q,"job":"%s-ex-00"}`, task, task))
 	})
-	fmt.Printf("  job.finished, nothing due (GET anchor + LIST jobs): %.0f events/s, %.2f API requests per event, %d errors\n",
+	fmt.Printf("  job.finished, nothing due (GET anchor + GET job): %.0f events/s, %.2f API requests per event, %d errors\n",
 		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
 	running, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "wait-00000-ex-00", metav1.GetOptions{})
 	if err != nil {
