@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/logging"
 	"knative.dev/pkg/signals"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
@@ -194,17 +194,25 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return rc, nil
 }
 
+// loggingConfig is the zap configuration (as in Knative's config-logging):
+// JSON lines with an ISO 8601 time, no sampling.
+const loggingConfig = `{
+  "level": "info",
+  "encoding": "json",
+  "outputPaths": ["stdout"],
+  "errorOutputPaths": ["stderr"],
+  "encoderConfig": {
+    "timeKey": "ts", "levelKey": "level", "nameKey": "logger", "callerKey": "caller",
+    "messageKey": "msg", "stacktraceKey": "stacktrace", "lineEnding": "",
+    "levelEncoder": "", "timeEncoder": "iso8601", "durationEncoder": "", "callerEncoder": ""
+  }
+}`
+
 func newLogger(debug bool) (*zap.SugaredLogger, error) {
-	zc := zap.NewProductionConfig()
-	zc.EncoderConfig.TimeKey = "ts"
-	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	zc.Sampling = nil
+	level := ""
 	if debug {
-		zc.Level = zap.NewAtomicLevelAt(zap.DebugLevel)
+		level = "debug"
 	}
-	l, err := zc.Build()
-	if err != nil {
-		return nil, err
-	}
-	return l.Sugar().Named("handler"), nil
+	log, _ := logging.NewLogger(loggingConfig, level)
+	return log.Named("handler"), nil
 }
