@@ -8,6 +8,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -147,6 +148,9 @@ func classifyAnchor(ev *cloudevents.Event, r ref, verb string, resource bool, na
 		return ignore("ConfigMap %s was deleted", r.Name), nil
 	}
 	if !resource {
+		if errs := validation.IsDNS1123Label(r.Name); len(errs) > 0 || len(r.Name) > MaxTaskNameLen {
+			return ignore("ConfigMap %s is not a task's anchor", r.Name), nil
+		}
 		return Step{Kind: KindReconcile, Task: r.Name, Namespace: namespace}, nil
 	}
 	var cm corev1.ConfigMap

@@ -1,15 +1,19 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
 func newTestServer() *Server {
@@ -78,5 +82,31 @@ func TestViewUnknown(t *testing.T) {
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("%s: %d, want 404", path, rec.Code)
 		}
+	}
+}
+
+// Only a submission starts a task: another event of a task whose ConfigMap
+// the TESK API wrote, but whose submission has not come, creates nothing.
+func TestOnlySubmissionStartsATask(t *testing.T) {
+	s := newTestServer()
+	client := s.Runner.Client
+	raw := `{"executors":[{"metadata":{"name":"task-2-ex-00"},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"ubuntu"}]}}}}]}`
+	_, err := client.CoreV1().ConfigMaps("tesk").Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "task-2"},
+		BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskspec.Gzip([]byte(raw))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := post(t, s, "job.finished", `{"task":"task-2","job":"task-2-ex-00"}`, nil)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"state":"QUEUED"`) {
+		t.Errorf("job.finished of an unsubmitted task: %d %s, want 200 QUEUED", rec.Code, rec.Body.String())
+	}
+	if jobs, _ := client.BatchV1().Jobs("tesk").List(context.Background(), metav1.ListOptions{}); len(jobs.Items) != 0 {
+		t.Errorf("an event other than the submission created %d jobs", len(jobs.Items))
+	}
+	rec = post(t, s, "task.submitted", `{"task":"task-2"}`, nil)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "create-job") {
+		t.Errorf("task.submitted: %d %s, want the first job created", rec.Code, rec.Body.String())
 	}
 }

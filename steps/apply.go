@@ -129,6 +129,8 @@ type Options struct {
 	GoneJob string
 	// Job is the job the event is about, read together with the anchor.
 	Job string
+	// Submit: the step is the task's submission, which may start it.
+	Submit bool
 }
 
 // Reconcile reads the task, decides its next step and applies it.
@@ -240,7 +242,9 @@ func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Opt
 	if anchor.Annotations[AnnotationState] != "" {
 		return obs, nil
 	}
-	if prog.Parts == nil && obs.Spec == nil {
+	if prog.Parts == nil && obs.Spec == nil && opts.Submit {
+		// Only a submission starts a task; other events of a task not
+		// submitted yet find it QUEUED.
 		spec, err := anchorSpec(anchor)
 		if err != nil {
 			return obs, &BadInputError{Err: err}

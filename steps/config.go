@@ -154,7 +154,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		d := time.Duration(n) * time.Second
 		cfg.TaskTTL = &d
 	}
-	switch v := get("KEEP_FAILED_PVC"); strings.ToLower(v) {
+	switch v := get("KEEP_FAILED_PVC"); v {
 	case "true":
 		cfg.KeepFailedPVC = true
 	case "", "false":

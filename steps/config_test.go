@@ -154,6 +154,11 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"KEEP_FAILED_PVC": "yes"},
 			issues: []string{"warn KEEP_FAILED_PVC"},
 			check:  func(t *testing.T, c Config) { wantBool(t, "KeepFailedPVC", c.KeepFailedPVC, false) },
+		}, {
+			name:   "KEEP_FAILED_PVC TRUE is not true: a warning, and it is deleted",
+			env:    map[string]string{"KEEP_FAILED_PVC": "TRUE"},
+			issues: []string{"warn KEEP_FAILED_PVC"},
+			check:  func(t *testing.T, c Config) { wantBool(t, "KeepFailedPVC", c.KeepFailedPVC, false) },
 		},
 		{
 			name:   "FILER_HTTP_TIMEOUT not a positive number: an error, 300 kept",

@@ -126,6 +126,9 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	prog, err := ParseProgress(obs.Anchor.Annotations[AnnotationProgress])
 	if err != nil {
 		plan.note("error", "%v", err)
+		// What was started is unknown: treat the PVC as started, so that it
+		// is deleted (or kept) as for any task that stops.
+		prog = Progress{Started: []string{PartPVC}}
 		return stop(plan, prog, cfg, StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
 	}
 

@@ -820,11 +820,12 @@ func TestDecide(t *testing.T) {
 
 		// The record.
 		{
-			name:  "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR",
-			obs:   Observed{Event: "ev", Anchor: anchorWith(nil, AnnotationProgress, "{not json")},
-			final: StateSystemError,
-			state: StateSystemError,
-			check: func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
+			name:    "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
+			obs:     Observed{Event: "ev", Anchor: anchorWith(nil, AnnotationProgress, "{not json")},
+			actions: []Action{{Kind: DeletePVC, Part: PartPVC}},
+			final:   StateSystemError,
+			state:   StateSystemError,
+			check:   func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
 		},
 	}
 

@@ -40,7 +40,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			return Result{Task: task, Namespace: ns}, err
 		}
 	}
-	res, err := r.Reconcile(ctx, ns, task, Options{Event: event, Spec: spec})
+	res, err := r.Reconcile(ctx, ns, task, Options{Event: event, Spec: spec, Submit: true})
 	if err == ErrUnknownTask {
 		err = &BadInputError{Err: fmt.Errorf("task %s/%s: no ConfigMap %q holds its JSON, and the event has no input", ns, task, task)}
 	}

@@ -113,6 +113,13 @@ func TestDecodeGzip(t *testing.T) {
 	}
 }
 
+func TestRefusalOfInputUnderRoot(t *testing.T) {
+	task := &Task{Inputs: []Input{{Path: "/in.txt", Content: "x"}}}
+	if err := task.Refusal(); err == nil || !strings.Contains(err.Error(), "directly under /") {
+		t.Errorf("Refusal = %v, want an input directly under / refused", err)
+	}
+}
+
 func TestRefusal(t *testing.T) {
 	cases := []struct {
 		name string
@@ -129,6 +136,7 @@ func TestRefusal(t *testing.T) {
 		{"What it does §1: a wildcard below the first component with its prefix runs", Output{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}, ""},
 		{"a root path_prefix below a static first component runs", Output{URL: "s3://b/", Path: "/data/*.txt", PathPrefix: "/"}, ""},
 		{"a plain file runs", Output{URL: "s3://b/o", Path: "/data/o.txt"}, ""},
+		{"an output directly under / would need a mount at /", Output{URL: "s3://b/o", Path: "/o.txt"}, "directly under /"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

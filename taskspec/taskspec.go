@@ -223,6 +223,16 @@ func HasWildcard(p string) bool { return strings.ContainsAny(p, "*?[") }
 // Refusal says why a task that parses cannot run: the taskmaster stops with
 // this error before it creates the PVC or any job.
 func (t *Task) Refusal() error {
+	for i, in := range t.Inputs {
+		if path.Dir(path.Clean(in.Path)) == "/" {
+			return fmt.Errorf("inputs[%d].path %q is directly under /: its directory would need a mount at /", i, in.Path)
+		}
+	}
+	for i, out := range t.Outputs {
+		if !HasWildcard(out.Path) && path.Dir(path.Clean(out.Path)) == "/" {
+			return fmt.Errorf("outputs[%d].path %q is directly under /: its directory would need a mount at /", i, out.Path)
+		}
+	}
 	for i, out := range t.Outputs {
 		if !HasWildcard(out.Path) {
 			continue
