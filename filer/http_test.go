@@ -210,8 +210,8 @@ func TestHTTPErrors(t *testing.T) {
 			[]string{"outputs[0] /data/o -> " + srv.URL + "/forbidden", "403 Forbidden"}},
 		{"missing output", nil, &taskspec.Output{URL: srv.URL + "/x", Path: "/data/absent"},
 			[]string{"outputs[0] /data/absent", "no such file"}},
-		{"FILE output is a directory", nil, &taskspec.Output{URL: srv.URL + "/x", Path: "/data"},
-			[]string{"outputs[0] /data", "a directory, but the output's type is FILE"}},
+		{"FILE output is a directory", nil, &taskspec.Output{URL: srv.URL + "/x", Path: "/data/dir"},
+			[]string{"outputs[0] /data/dir", "a directory, but the output's type is FILE"}},
 		{"DIRECTORY output is a file", nil, &taskspec.Output{URL: srv.URL + "/x", Path: "/data/o", Type: taskspec.TypeDirectory},
 			[]string{"not a directory"}},
 		{"missing DIRECTORY output", nil, &taskspec.Output{URL: srv.URL + "/x", Path: "/data/nodir", Type: taskspec.TypeDirectory},
@@ -220,6 +220,7 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts, logs := testOptions(t)
 			writeFile(t, inTask(opts, "/data/o"), "o")
+			writeFile(t, inTask(opts, "/data/dir/f"), "f")
 			mode := ModeInputs
 			task := newTask(nil, nil)
 			if tc.input != nil {

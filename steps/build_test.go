@@ -145,7 +145,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		})
 	}
 
-	t.Run("What it does §1: each volume and each input and output directory is a subPath of the PVC at its path", func(t *testing.T) {
+	t.Run("What it does §1: each volume and each input and output directory (a DIRECTORY's own path, a FILE's parent) is a subPath of the PVC at its path", func(t *testing.T) {
 		task := taskWith(1, func(tk *taskspec.Task) {
 			tk.Volumes = []string{"/scratch", "/data/in"}
 			tk.Inputs = []taskspec.Input{
@@ -162,7 +162,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		want := []corev1.VolumeMount{
 			{Name: "task-volume", MountPath: "/data/in", SubPath: "data/in"},
 			{Name: "task-volume", MountPath: "/data/out", SubPath: "data/out"},
-			{Name: "task-volume", MountPath: "/ref", SubPath: "ref"},
+			{Name: "task-volume", MountPath: "/ref/genome", SubPath: "ref/genome"},
 			{Name: "task-volume", MountPath: "/results", SubPath: "results"},
 			{Name: "task-volume", MountPath: "/scratch", SubPath: "scratch"},
 			{Name: "task-volume", MountPath: "/work/sub/deep", SubPath: "work/sub/deep"},

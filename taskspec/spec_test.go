@@ -113,10 +113,18 @@ func TestDecodeGzip(t *testing.T) {
 	}
 }
 
-func TestRefusalOfInputUnderRoot(t *testing.T) {
+func TestRefusalOfFilesUnderRoot(t *testing.T) {
 	task := &Task{Inputs: []Input{{Path: "/in.txt", Content: "x"}}}
 	if err := task.Refusal(); err == nil || !strings.Contains(err.Error(), "directly under /") {
-		t.Errorf("Refusal = %v, want an input directly under / refused", err)
+		t.Errorf("Refusal = %v, want a file input directly under / refused", err)
+	}
+	// A DIRECTORY directly under / is mounted at its own path.
+	task = &Task{
+		Inputs:  []Input{{Path: "/ref", URL: "s3://b/ref", Type: TypeDirectory}},
+		Outputs: []Output{{Path: "/outputs", URL: "s3://b/out", Type: TypeDirectory}},
+	}
+	if err := task.Refusal(); err != nil {
+		t.Errorf("Refusal = %v, want DIRECTORY inputs and outputs under / accepted", err)
 	}
 }
 
@@ -168,7 +176,8 @@ func TestMountDirs(t *testing.T) {
 			{URL: "s3://b/w", Path: "/work/run/*/x-?.log", PathPrefix: "/work"},
 		},
 	}
-	want := []string{"/data/in", "/data/out", "/ref", "/results", "/scratch", "/work/run"}
+	// A DIRECTORY is mounted at its own path, a FILE at its parent.
+	want := []string{"/data/in", "/data/out", "/ref/genome", "/results/dir", "/scratch", "/work/run"}
 	if got := task.MountDirs(); !slices.Equal(got, want) {
 		t.Errorf("MountDirs = %v, want %v", got, want)
 	}

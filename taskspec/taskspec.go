@@ -224,13 +224,13 @@ func HasWildcard(p string) bool { return strings.ContainsAny(p, "*?[") }
 // this error before it creates the PVC or any job.
 func (t *Task) Refusal() error {
 	for i, in := range t.Inputs {
-		if path.Dir(path.Clean(in.Path)) == "/" {
-			return fmt.Errorf("inputs[%d].path %q is directly under /: its directory would need a mount at /", i, in.Path)
+		if in.MountDir() == "/" {
+			return fmt.Errorf("inputs[%d].path %q is a file directly under /: its directory would need a mount at /", i, in.Path)
 		}
 	}
 	for i, out := range t.Outputs {
-		if !HasWildcard(out.Path) && path.Dir(path.Clean(out.Path)) == "/" {
-			return fmt.Errorf("outputs[%d].path %q is directly under /: its directory would need a mount at /", i, out.Path)
+		if !HasWildcard(out.Path) && out.MountDir() == "/" {
+			return fmt.Errorf("outputs[%d].path %q is a file directly under /: its directory would need a mount at /", i, out.Path)
 		}
 	}
 	for i, out := range t.Outputs {
@@ -262,8 +262,9 @@ func (t *Task) NeedsVolume() bool {
 
 // MountDirs returns the directories of the task volume that the executors
 // mount, each at its own path: every volume, the directory of every input and
-// output, and for a wildcard output the pattern's deepest directory without
-// wildcards. Sorted, without duplicates.
+// output (a DIRECTORY's own path, a FILE's parent), and for a wildcard output
+// the pattern's deepest directory without wildcards. Sorted, without
+// duplicates.
 func (t *Task) MountDirs() []string {
 	seen := map[string]bool{}
 	var dirs []string
@@ -278,7 +279,7 @@ func (t *Task) MountDirs() []string {
 		add(v)
 	}
 	for _, in := range t.Inputs {
-		add(path.Dir(path.Clean(in.Path)))
+		add(in.MountDir())
 	}
 	for _, out := range t.Outputs {
 		add(out.MountDir())
@@ -287,13 +288,26 @@ func (t *Task) MountDirs() []string {
 	return dirs
 }
 
-// MountDir is the directory of the output that is mounted in the executors.
+// MountDir is the directory of the input that is mounted in the executors:
+// a DIRECTORY's own path, a FILE's directory.
+func (in Input) MountDir() string { return mountDir(in.Path, in.Type) }
+
+// MountDir is the directory of the output that is mounted in the executors:
+// a DIRECTORY's own path, a FILE's directory, and for a pattern its deepest
+// directory without wildcards.
 func (o Output) MountDir() string {
-	p := path.Clean(o.Path)
-	if !HasWildcard(p) {
-		return path.Dir(p)
+	if p := path.Clean(o.Path); HasWildcard(p) {
+		return StaticDir(p)
 	}
-	return StaticDir(p)
+	return mountDir(o.Path, o.Type)
+}
+
+func mountDir(p, typ string) string {
+	p = path.Clean(p)
+	if typ == TypeDirectory {
+		return p
+	}
+	return path.Dir(p)
 }
 
 // StaticDir is the deepest directory of a pattern without wildcards
