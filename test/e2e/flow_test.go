@@ -208,3 +208,24 @@ func TestMalformedEventsChangeNothing(t *testing.T) {
 		t.Errorf("malformed events created %d anchors and %d jobs", len(cms.Items), len(jobs.Items))
 	}
 }
+
+// A wildcard in an output's first path component would need a mount at /:
+// the task stops with SYSTEM_ERROR before the PVC or any job exists.
+func TestWildcardAtRootIsRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	task := "task-refused01"
+	spec := taskJSON(executor(task, 0, nil, nil))
+	spec["outputs"] = []any{map[string]any{"url": "s3://results/", "path": "/*.txt", "path_prefix": "/", "type": "FILE"}}
+	e.submit(task, spec)
+	v := e.waitState(task, steps.StateSystemError, 10*time.Second)
+	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "first component") {
+		t.Errorf("system_logs %v should say why", v.Logs[0].SystemLogs)
+	}
+	time.Sleep(time.Second)
+	if names := e.jobNames(task); len(names) != 0 {
+		t.Errorf("jobs created for a refused task: %v", names)
+	}
+	if _, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), steps.PVCName(task), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a PVC was created for a refused task: %v", err)
+	}
+}
