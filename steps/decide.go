@@ -205,7 +205,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 			passed = append(passed, part)
 			continue
 		case JobFailed:
-			if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) {
+			if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
 				if IsMarkedFailed(job) {
 					plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
 					passed = append(passed, part)
@@ -291,9 +291,7 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 			if now.Sub(since) >= cfg.PodTimeout {
 				msg := fmt.Sprintf("Pod '%s' of job '%s' couldn't start within %s: %s", pod.Name, job.Name, secs(cfg.PodTimeout), joinReason(reason, message))
 				plan.note("error", "%s", msg)
-				plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: msg})
-				plan.State = state
-				return plan
+				return failJob(plan, prog, part, msg, state)
 			}
 			continue
 		}
@@ -303,9 +301,7 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 				msg := fmt.Sprintf("Pod '%s' of job '%s' wasn't scheduled within %s: %s", pod.Name, job.Name, secs(cfg.MaxQueue), message)
 				plan.note("error", "%s", msg)
 				if IsFilerPart(part) || ranBefore(job, pods) {
-					plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: msg})
-					plan.State = state
-					return plan
+					return failJob(plan, prog, part, msg, state)
 				}
 				next := prog.withEnded(part, msg)
 				plan.Progress = &next
@@ -317,6 +313,18 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 	if queued && state == StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
 		state = StateQueued
 	}
+	plan.State = state
+	return plan
+}
+
+// failJob fails a part's job, recorded first: in doubt (the patch got an
+// error, then the job failed on its own), the task stops all the same.
+func failJob(plan Plan, prog Progress, part, reason, state string) Plan {
+	if !prog.IsFailing(part) {
+		next := prog.withFailing(part)
+		plan.Progress = &next
+	}
+	plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: reason})
 	plan.State = state
 	return plan
 }

@@ -12,13 +12,16 @@ import (
 // a part the service ends itself (a job it deletes, or one the API server
 // refused to create) is added to Ended, with why, before it acts.
 // Parts is the task's whole sequence, written at submission, so that a sweep
-// can decide without decoding the task. Done lists the jobs seen complete (or
+// can decide without decoding the task. Failing lists the jobs the service set
+// out to fail (recorded before it patches them), which stop the task however
+// they then end, even if the patch did not take. Done lists the jobs seen complete (or
 // failed, ignoring errors) when a later part was started: a step reads only
 // the jobs started and not done, by name, whatever else the namespace holds.
 type Progress struct {
 	Parts   []string      `json:"parts"`
 	Started []string      `json:"started,omitempty"`
 	Done    []string      `json:"done,omitempty"`
+	Failing []string      `json:"failing,omitempty"`
 	Last    *Batch        `json:"last,omitempty"`
 	Ended   []EndedRecord `json:"ended,omitempty"`
 }
@@ -90,6 +93,18 @@ func (p Progress) withStarted(event string, now time.Time, parts ...string) Prog
 	return q
 }
 
+// IsFailing reports whether the service set out to fail a part's job.
+func (p Progress) IsFailing(part string) bool { return slices.Contains(p.Failing, part) }
+
+// withFailing returns the record with a job the service sets out to fail.
+func (p Progress) withFailing(part string) Progress {
+	q := p.clone()
+	if !q.IsFailing(part) {
+		q.Failing = append(q.Failing, part)
+	}
+	return q
+}
+
 // Running returns the parts started and neither done nor the PVC: the jobs a
 // step has to look at.
 func (p Progress) Running() []string {
@@ -127,6 +142,7 @@ func (p Progress) clone() Progress {
 	q.Parts = slices.Clone(p.Parts)
 	q.Started = slices.Clone(p.Started)
 	q.Done = slices.Clone(p.Done)
+	q.Failing = slices.Clone(p.Failing)
 	q.Ended = slices.Clone(p.Ended)
 	if p.Last != nil {
 		l := *p.Last

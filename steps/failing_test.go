@@ -1,0 +1,48 @@
+package steps
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// What it does §4 (ignore-error): "A job that the taskmaster ended itself
+// still stops the task ... That holds also when the taskmaster's attempt to
+// fail or delete the job got a server error, even if the job then fails on
+// its own: in doubt, the task stops."
+func TestFailingIsRecordedBeforeThePatch(t *testing.T) {
+	parts := []string{"ex-00", "ex-01"}
+	cfg := DefaultConfig()
+
+	// A pod that cannot start past the pod timeout: the job is failed, and the
+	// record says so first.
+	prog := progressOf(parts, "ev-1", ago(time.Hour), "ex-00")
+	stuck := waiting("ex-00", ago(10*time.Minute), ago(10*time.Minute), "ErrImagePull", false)
+	plan := Decide(Observed{Event: "ev-2", Anchor: anchorWith(&prog), Jobs: jobsOf(ignoring(running("ex-00"))), Pods: pods(stuck)}, cfg, t0)
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != FailJob {
+		t.Fatalf("actions %v, want the job failed", plan.Actions)
+	}
+	if plan.Progress == nil || !plan.Progress.IsFailing("ex-00") {
+		t.Fatalf("progress %+v, want ex-00 recorded as failing before the patch", plan.Progress)
+	}
+
+	// The patch did not take (a server error), and the ignore-error job then
+	// failed on its own: the task stops, as for a job the service failed.
+	rec := *plan.Progress
+	plan = Decide(Observed{Event: "ev-3", Anchor: anchorWith(&rec), Jobs: jobsOf(ignoring(failed("ex-00"))), Pods: []*corev1.Pod{}}, cfg, t0)
+	if plan.Final == nil || plan.Final.State != StateExecutorError {
+		t.Fatalf("final %+v, want the task stopped with EXECUTOR_ERROR", plan.Final)
+	}
+	for _, a := range plan.Actions {
+		if a.Kind == CreateJob {
+			t.Errorf("the next executor was started: %v", plan.Actions)
+		}
+	}
+
+	// Without the record, the same failure is ignored and the task goes on.
+	plan = Decide(Observed{Event: "ev-3", Anchor: anchorWith(&prog), Jobs: jobsOf(ignoring(failed("ex-00"))), Pods: []*corev1.Pod{}}, cfg, t0)
+	if plan.Final != nil || len(plan.Actions) != 1 || plan.Actions[0].Kind != CreateJob || plan.Actions[0].Part != "ex-01" {
+		t.Errorf("plan %+v, want ex-01 started past the ignored failure", plan)
+	}
+}
