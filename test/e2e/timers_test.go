@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -327,4 +328,25 @@ func TestUnschedulableFilerIsFailed(t *testing.T) {
 		t.Errorf("system_logs %v", v.Logs[0].SystemLogs)
 	}
 	e.checkFailedByService(task + "-inputs-filer")
+}
+
+// Cancelling as the TESK API does, with the label task-status: Cancelled on
+// the task (here its anchor): the ApiServerSource's ConfigMap event is the
+// cancellation; no task.cancelled is sent.
+func TestCancelByLabel(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	task := "task-cancel03"
+	e.submit(task, noIO(taskJSON(executor(task, 0, runFor("60s"), nil), executor(task, 1, nil, nil))))
+	e.waitFor("the executor's job", 30*time.Second, func() bool { _, err := e.job(task + "-ex-00"); return err == nil })
+	patch := []byte(`{"metadata":{"labels":{"task-status":"Cancelled"}}}`)
+	if _, err := shared.Client.CoreV1().ConfigMaps(e.ns).Patch(context.Background(), task, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(task, steps.StateCanceled, 30*time.Second)
+	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
+		t.Errorf("the running executor's job is not deleted: %v", err)
+	}
+	if _, err := e.job(task + "-ex-01"); !apierrors.IsNotFound(err) {
+		t.Errorf("a later executor was created: %v", err)
+	}
 }
