@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local control plane binaries (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kwok and the Knative ApiServerSource
-# receive adapter) from the Go module proxy, and extracts the Knative CRDs.
+# kube-controller-manager, kube-scheduler, kubectl, kwok and the Knative
+# ApiServerSource receive adapter) from the Go module proxy, and extracts the
+# Knative CRDs.
 #
 # Everything lands in ${XDG_CACHE_HOME:-$HOME/.cache}/tesk-knative/cluster/<key>
 # where <key> is a hash of the pinned tool modules and the Go version, so a
@@ -19,7 +20,7 @@ BUILD_P="${BUILD_P:-2}"
 
 key="$("$here/cachekey.sh")"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/tesk-knative/cluster/$key"
-bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok apiserver_receive_adapter)
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok apiserver_receive_adapter)
 
 complete() {
 	local b
@@ -53,8 +54,9 @@ if ((missing)); then
 		./cmd/etcd \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler)
-	echo "  etcd, kube-apiserver, kube-controller-manager, kube-scheduler: $(($(date +%s) - t0))s"
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubectl)
+	echo "  etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl: $(($(date +%s) - t0))s"
 	t0=$(date +%s)
 	(cd "$here/tools-knative" && "$GO" build "${flags[@]}" -o "$tmp/" ./cmd/apiserver_receive_adapter)
 	echo "  apiserver_receive_adapter: $(($(date +%s) - t0))s"

@@ -23,11 +23,25 @@ const (
 	binAPIServer         = "kube-apiserver"
 	binControllerManager = "kube-controller-manager"
 	binScheduler         = "kube-scheduler"
+	binKubectl           = "kubectl"
 	binKwok              = "kwok"
 	binAdapter           = "apiserver_receive_adapter"
 )
 
-var allBinaries = []string{binEtcd, binAPIServer, binControllerManager, binScheduler, binKwok, binAdapter}
+var allBinaries = []string{binEtcd, binAPIServer, binControllerManager, binScheduler, binKubectl, binKwok, binAdapter}
+
+// Kubectl returns the kubectl that build.sh builds with the control plane
+// (k8s.io/kubernetes' own, with its kustomize).
+func Kubectl() (string, error) {
+	dir, err := DefaultCacheDir()
+	if err != nil {
+		return "", err
+	}
+	if err := checkCache(dir); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "bin", binKubectl), nil
+}
 
 // servingPin is the knative.dev/serving module whose CRDs build.sh extracts;
 // it is part of the cache key (see cachekey.sh).

@@ -12,15 +12,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
 
-// kubectl returns the kubectl command, or skips the test: building the
-// kustomization needs kubectl's kustomize.
+// kubectl returns the kubectl that `make cluster-bins` builds with the local
+// control plane: building the kustomization needs kubectl's kustomize.
 func kubectl(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
+	path, err := cluster.Kubectl()
 	if err != nil {
-		t.Skip("kubectl not found: the kustomize build is not checked")
+		t.Fatalf("kubectl: %v", err)
 	}
 	return path
 }
