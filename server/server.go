@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -19,6 +20,10 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
+
+// StepTimeout bounds one event's work: a step's few requests, each retried
+// with bounded backoff, or a sweep over thousands of tasks.
+const StepTimeout = 100 * time.Second
 
 // Server handles the events of one namespace.
 type Server struct {
@@ -57,6 +62,12 @@ type ErrorBody struct {
 func (s *Server) Echo() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// Slow or idle clients cannot hold connections; a step answers within
+	// StepTimeout.
+	e.Server.ReadHeaderTimeout = 10 * time.Second
+	e.Server.ReadTimeout = 60 * time.Second
+	e.Server.WriteTimeout = StepTimeout + 10*time.Second
+	e.Server.IdleTimeout = 2 * time.Minute
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
 		code, msg := http.StatusInternalServerError, err.Error()
 		var he *echo.HTTPError
@@ -97,9 +108,13 @@ func (s *Server) event(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, log, err)
 	}
-	// The steps name the task in their own lines; the server's lines here
-	// name it too.
-	ctx := logging.WithLogger(req.Context(), log)
+	// A step, once started, finishes its writes even if the caller goes away
+	// (its own deadline bounds it): a step cut between its record and its
+	// create would wait for a redelivery. The steps name the task in their
+	// own lines; the server's lines here name it too.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), StepTimeout)
+	defer cancel()
+	ctx = logging.WithLogger(ctx, log)
 	if step.Task != "" {
 		log = log.With("task", step.Task)
 	}

@@ -26,9 +26,9 @@ import (
 )
 
 // shutdownGrace bounds how long in-flight requests may take to finish after
-// SIGTERM; Knative's default termination grace period is 30 s longer than the
-// revision's timeout, so this fits within it.
-const shutdownGrace = 25 * time.Second
+// SIGTERM: as long as a step may take. Knative gives a revision's pods a
+// termination grace period of its timeoutSeconds (120 in config/knative).
+const shutdownGrace = server.StepTimeout + 5*time.Second
 
 func main() {
 	if err := run(os.Args[1:], os.Getenv); err != nil {
