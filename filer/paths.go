@@ -141,15 +141,6 @@ func splitRel(p string) []string {
 	return strings.Split(strings.Trim(p, "/"), "/")
 }
 
-// execPathOf maps a path relative to the task directory back to the
-// executors' path.
-func execPathOf(rel string) string {
-	if rel == "." || rel == "" {
-		return "/"
-	}
-	return "/" + rel
-}
-
 // statIn stats an executor path on the task volume, following symbolic links
 // as the executors would (see resolve). It returns the resolved relative path.
 func statIn(root *os.Root, execPath string) (string, fs.FileInfo, error) {

@@ -398,9 +398,6 @@ func TestBadInput(t *testing.T) {
 
 // TestCommandUpDown drives cmd/cluster as make cluster-up and cluster-down do.
 func TestCommandUpDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts another cluster")
-	}
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "cluster")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/cluster")
@@ -486,9 +483,6 @@ func TestCommandUpDown(t *testing.T) {
 // TestCommandUpAfterHalfStart: state whose processes are partly gone is
 // cleaned up with a clear error, and nothing is left running.
 func TestCommandUpAfterHalfStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts another cluster")
-	}
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "cluster")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cluster").CombinedOutput(); err != nil {
