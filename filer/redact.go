@@ -4,49 +4,13 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// Redact renders a URL for logs and errors: scheme, host and path, without
-// user info, query or fragment, which may hold credentials (presigned URLs,
-// tokens). A string that does not parse is cut at the first '?' or '#' and
-// stripped of anything before an '@' in its authority.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err == nil && u.Opaque != "" {
-		// scheme:opaque, e.g. user:password@host parsed as a URL with
-		// the scheme "user": keep what follows the last '@'.
-		o, _, _ := strings.Cut(u.Opaque, "?")
-		if i := strings.LastIndex(o, "@"); i >= 0 {
-			return o[i+1:]
-		}
-		return u.Scheme + ":" + o
-	}
-	if err == nil && (u.Scheme != "" || u.Host != "" || u.User != nil) {
-		r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-		return r.String()
-	}
-	s := raw
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || schemeOf(scheme+":") == "" {
-		// Not a URL: keep what follows the last '@', so that a
-		// user:password@ prefix never shows.
-		if i := strings.LastIndex(s, "@"); i >= 0 {
-			s = s[i+1:]
-		}
-		return s
-	}
-	auth, p, slash := strings.Cut(rest, "/")
-	if i := strings.LastIndex(auth, "@"); i >= 0 {
-		auth = auth[i+1:]
-	}
-	if slash {
-		return scheme + "://" + auth + "/" + p
-	}
-	return scheme + "://" + auth
-}
+// Redact renders a URL for logs and errors, without user info, query or
+// fragment (taskspec.Redact).
+func Redact(raw string) string { return taskspec.Redact(raw) }
 
 // scrubber removes known secrets from text that comes from libraries (error
 // messages), as a second line of defence: the filer itself only ever formats

@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,8 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -33,8 +30,12 @@ type Runner struct {
 	Log *zap.SugaredLogger
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
-	// Backoff bounds the retries of transient API errors within a call.
+	// Backoff bounds the retries of transient API errors within a call, and
+	// spaces the attempts of a step whose anchor changed under it.
 	Backoff wait.Backoff
+	// Sleep waits between attempts of a step (nil: a timer that the
+	// context ends).
+	Sleep func(context.Context, time.Duration) error
 }
 
 // DefaultBackoff retries a transient API error 5 times, from 50 ms, doubling,
@@ -63,24 +64,6 @@ type BadInputError struct{ Err error }
 func (e *BadInputError) Error() string { return e.Err.Error() }
 func (e *BadInputError) Unwrap() error { return e.Err }
 
-// IsTransient reports whether an API error may pass if tried again.
-func IsTransient(err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
-		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
-		return true
-	case utilnet.IsConnectionRefused(err), utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err):
-		return true
-	}
-	var se apierrors.APIStatus
-	if errors.As(err, &se) {
-		return se.Status().Code >= 500
-	}
-	return false
-}
-
 func (r *Runner) log(ctx context.Context) *zap.SugaredLogger {
 	if l := logging.FromContext(ctx); l != nil {
 		return l
@@ -106,8 +89,12 @@ func (r *Runner) backoff() wait.Backoff {
 }
 
 // call runs one API request, retrying transient errors with bounded backoff.
+// A conflict (409: AlreadyExists, or a write on a resourceVersion that
+// changed) is not tried again as it is: the caller reads again and decides.
 func (r *Runner) call(ctx context.Context, fn func(context.Context) error) error {
-	return retry.OnError(r.backoff(), func(err error) bool { return IsTransient(err) && ctx.Err() == nil }, func() error {
+	return retry.OnError(r.backoff(), func(err error) bool {
+		return IsTransient(err) && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil
+	}, func() error {
 		return fn(ctx)
 	})
 }
@@ -133,9 +120,12 @@ type Options struct {
 	Submit bool
 }
 
-// Reconcile reads the task, decides its next step and applies it.
+// Reconcile reads the task, decides its next step and applies it. When the
+// anchor changed under the step (a conflict), the step waits a bounded,
+// growing, jittered while and decides again from a fresh read.
 func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (Result, error) {
 	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
+	wait := r.backoff()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts.Job)
 		if err != nil {
@@ -154,15 +144,37 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 		plan := Decide(obs, r.Config, r.now())
 		r.logNotes(ctx, task, plan.Notes)
 		res.State = plan.State
-		again, err := r.apply(ctx, anchor, obs, plan, &res)
-		if err != nil {
+		next, err := r.apply(ctx, anchor, obs, plan, &res)
+		switch {
+		case err != nil:
 			return res, err
-		}
-		if !again {
+		case next == finished && obs.Unreadable != "":
+			// The task ended as it can never run; the event is bad input.
+			return res, &BadInputError{Err: errors.New(obs.Unreadable)}
+		case next == finished:
 			return res, nil
+		case next == conflicted:
+			if err := r.sleep(ctx, wait.Step()); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, fmt.Errorf("task %s changed under %d attempts of the step; try again", task, maxAttempts)
+}
+
+// sleep waits for d, or until the context ends.
+func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stale reports whether the event is about a job that the task recorded as
@@ -247,9 +259,11 @@ func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Opt
 		// submitted yet find it QUEUED.
 		spec, err := anchorSpec(anchor)
 		if err != nil {
-			return obs, &BadInputError{Err: err}
+			obs.Unreadable = err.Error()
+		} else {
+			r.logWarnings(ctx, anchor.Name, spec)
+			obs.Spec = spec
 		}
-		obs.Spec = spec
 	}
 	for _, part := range prog.Running() {
 		name := ObjectName(anchor.Name, part)
@@ -308,334 +322,6 @@ func anchorSpec(anchor *corev1.ConfigMap) (*taskspec.Task, error) {
 	return taskspec.DecodeGzip(data)
 }
 
-// apply carries out a plan: the progress first, the actions, the final state
-// last. It reports whether the step must be decided again.
-func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (bool, error) {
-	a := Anchor{Name: anchor.Name, Namespace: anchor.Namespace, UID: anchor.UID}
-	rv := anchor.ResourceVersion
-	if plan.Progress != nil {
-		var err error
-		rv, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
-			"labels":      map[string]string{LabelTask: anchor.Name},
-			"annotations": map[string]string{AnnotationProgress: plan.Progress.String()},
-		})
-		if apierrors.IsConflict(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
-	spec := obs.Spec
-	needSpec := func() (*taskspec.Task, error) {
-		if spec != nil {
-			return spec, nil
-		}
-		var err error
-		spec, err = anchorSpec(anchor)
-		return spec, err
-	}
-	for _, act := range plan.Actions {
-		res.Actions = append(res.Actions, act)
-		again, err := r.do(ctx, a, anchor, act, needSpec)
-		if err != nil || again {
-			return again, err
-		}
-	}
-	if plan.Final != nil {
-		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": map[string]string{
-			AnnotationState:  plan.Final.State,
-			AnnotationEnded:  r.now().UTC().Format(time.RFC3339),
-			AnnotationReason: plan.Final.Reason,
-		}})
-		if apierrors.IsConflict(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
-	}
-	return false, nil
-}
-
-// do carries out one action.
-func (r *Runner) do(ctx context.Context, a Anchor, anchor *corev1.ConfigMap, act Action, needSpec func() (*taskspec.Task, error)) (bool, error) {
-	ns := a.Namespace
-	jobs := r.Client.BatchV1().Jobs(ns)
-	name := ObjectName(a.Name, act.Part)
-	switch act.Kind {
-	case CreatePVC:
-		spec, err := needSpec()
-		if err != nil {
-			return false, &BadInputError{Err: err}
-		}
-		err = r.call(ctx, func(ctx context.Context) error {
-			_, err := r.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, BuildPVC(a, spec, r.Config), metav1.CreateOptions{})
-			return err
-		})
-		if apierrors.IsAlreadyExists(err) {
-			return false, nil
-		}
-		return r.refused(ctx, anchor, act, err)
-	case CreateJob:
-		spec, err := needSpec()
-		if err != nil {
-			return false, &BadInputError{Err: err}
-		}
-		var job *batchv1.Job
-		if i, ok := ExecutorIndex(act.Part); ok {
-			if i >= len(spec.Executors) {
-				return false, &BadInputError{Err: fmt.Errorf("task %s: its progress names executor %d, but it has %d", a.Name, i, len(spec.Executors))}
-			}
-			job = BuildExecutorJob(a, spec, i, r.Config)
-		} else {
-			job = BuildFilerJob(a, act.Part, r.Config)
-		}
-		err = r.call(ctx, func(ctx context.Context) error {
-			_, err := jobs.Create(ctx, job, metav1.CreateOptions{})
-			return err
-		})
-		if apierrors.IsAlreadyExists(err) {
-			return r.checkOurs(ctx, anchor, act)
-		}
-		if err == nil {
-			r.log(ctx).Infow("Created job", "task", a.Name, "job", name)
-		}
-		return r.refused(ctx, anchor, act, err)
-	case FailJob:
-		patch, _ := json.Marshal(map[string]any{
-			"metadata": map[string]any{"annotations": map[string]string{
-				AnnotationFailed: act.Reason, AnnotationFailedAt: r.now().UTC().Format(time.RFC3339),
-			}},
-			"spec": map[string]any{"activeDeadlineSeconds": 1},
-		})
-		err := r.call(ctx, func(ctx context.Context) error {
-			_, err := jobs.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-			return err
-		})
-		switch {
-		case err == nil:
-			r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", a.Name, "job", name, "reason", act.Reason)
-			return false, nil
-		case apierrors.IsNotFound(err):
-			return true, nil
-		case IsTransient(err):
-			return false, err
-		}
-		// Rejected (e.g. the role lacks patch on jobs): delete it instead,
-		// as earlier releases did, and stop.
-		reason := fmt.Sprintf("%s; failing job '%s' was rejected (%v), so it was deleted", act.Reason, name, err)
-		r.log(ctx).Warnw("Failing a job was rejected; deleting it", "task", a.Name, "job", name, "error", err)
-		return r.endPart(ctx, anchor, act.Part, reason, true)
-	case DeleteJob:
-		return false, r.deleteJob(ctx, ns, name)
-	case DeletePVC:
-		err := r.call(ctx, func(ctx context.Context) error {
-			return r.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, PVCName(a.Name), metav1.DeleteOptions{})
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			r.log(ctx).Warnw("Deleting the PVC failed; going on", "task", a.Name, "pvc", PVCName(a.Name), "error", err)
-		}
-		return false, nil
-	case ReleasePVC:
-		err := r.call(ctx, func(ctx context.Context) error {
-			_, err := r.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, PVCName(a.Name), types.MergePatchType,
-				[]byte(`{"metadata":{"ownerReferences":null}}`), metav1.PatchOptions{})
-			return err
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			r.log(ctx).Warnw("Releasing the kept PVC from its task failed; deleting the task will delete it", "task", a.Name, "error", err)
-		} else {
-			r.log(ctx).Infow("Keeping the PVC (KEEP_FAILED_PVC)", "task", a.Name, "pvc", PVCName(a.Name))
-		}
-		return false, nil
-	case RecordOutputFileLogs:
-		r.recordOutputFileLogs(ctx, a, name, needSpec)
-		return false, nil
-	case DeleteTask:
-		bg := metav1.DeletePropagationBackground
-		err := r.call(ctx, func(ctx context.Context) error {
-			return r.Client.CoreV1().ConfigMaps(ns).Delete(ctx, a.Name, metav1.DeleteOptions{
-				PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &a.UID},
-			})
-		})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return false, err
-		}
-		r.log(ctx).Infow("Deleted the task and all it owns", "task", a.Name, "reason", act.Reason)
-		return false, nil
-	}
-	return false, fmt.Errorf("unknown action %q", act.Kind)
-}
-
-// refused handles the answer to a create: the API server's refusal of the
-// object (invalid, e.g. a FILER_RESOURCES it does not accept) can never
-// succeed, so the task stops with it; other errors are returned.
-func (r *Runner) refused(ctx context.Context, anchor *corev1.ConfigMap, act Action, err error) (bool, error) {
-	if err == nil {
-		return false, nil
-	}
-	if !isRefusal(err) {
-		return false, err
-	}
-	reason := fmt.Sprintf("Creating %s was refused: %v", describe(anchor.Name, act.Part), err)
-	r.log(ctx).Errorw("Creating an object was refused; the task stops", "task", anchor.Name, "part", act.Part, "error", err)
-	return r.endPart(ctx, anchor, act.Part, reason, false)
-}
-
-// isRefusal reports whether the API server refused an object for what it is
-// (invalid, bad request): trying again cannot help. Errors of access (401,
-// 403), a missing namespace, conflicts and throttling are not refusals: an
-// operator can fix those, and the event comes again.
-func isRefusal(err error) bool {
-	var se apierrors.APIStatus
-	if !errors.As(err, &se) || IsTransient(err) {
-		return false
-	}
-	switch se.Status().Code {
-	case 401, 403, 404, 409, 429:
-		return false
-	}
-	return se.Status().Code >= 400 && se.Status().Code < 500
-}
-
-// checkOurs: a job that already exists is done if the task owns it; a job of
-// the same name that it does not own stops the task.
-func (r *Runner) checkOurs(ctx context.Context, anchor *corev1.ConfigMap, act Action) (bool, error) {
-	name := ObjectName(anchor.Name, act.Part)
-	var job *batchv1.Job
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		job, err = r.Client.BatchV1().Jobs(anchor.Namespace).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, o := range job.OwnerReferences {
-		if o.UID == anchor.UID {
-			return false, nil
-		}
-	}
-	return r.endPart(ctx, anchor, act.Part, fmt.Sprintf("Job '%s' exists but does not belong to the task", name), false)
-}
-
-// endPart records that the service ended a part, and why, then (for a job it
-// deletes) deletes it; the step is then decided again, and stops the task.
-func (r *Runner) endPart(ctx context.Context, anchor *corev1.ConfigMap, part, reason string, deleteJob bool) (bool, error) {
-	// Re-read: this step may have written the progress already.
-	fresh, err := r.getAnchor(ctx, anchor.Namespace, anchor.Name)
-	if err != nil {
-		return false, err
-	}
-	prog, _ := ParseProgress(fresh.Annotations[AnnotationProgress])
-	next := prog.withEnded(part, reason)
-	if _, err := r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{
-		"annotations": map[string]string{AnnotationProgress: next.String()},
-	}); err != nil {
-		if apierrors.IsConflict(err) {
-			return true, nil
-		}
-		return false, err
-	}
-	if deleteJob {
-		if err := r.deleteJob(ctx, anchor.Namespace, ObjectName(anchor.Name, part)); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-func (r *Runner) deleteJob(ctx context.Context, ns, name string) error {
-	fg := metav1.DeletePropagationForeground
-	err := r.call(ctx, func(ctx context.Context) error {
-		return r.Client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	r.log(ctx).Infow("Deleted job", "job", name, "namespace", ns)
-	return nil
-}
-
-// patchAnchor merges metadata into the anchor, on the condition that it is
-// still at resourceVersion rv; it returns the new resourceVersion.
-func (r *Runner) patchAnchor(ctx context.Context, anchor *corev1.ConfigMap, rv string, meta map[string]any) (string, error) {
-	meta["resourceVersion"] = rv
-	patch, _ := json.Marshal(map[string]any{"metadata": meta})
-	var out *corev1.ConfigMap
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		out, err = r.Client.CoreV1().ConfigMaps(anchor.Namespace).Patch(ctx, anchor.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	return out.ResourceVersion, nil
-}
-
-// recordOutputFileLogs stores the uploaded files on the outputs filer's job.
-// Any error is a warning: the task completes without the annotation.
-func (r *Runner) recordOutputFileLogs(ctx context.Context, a Anchor, job string, needSpec func() (*taskspec.Task, error)) {
-	warn := func(msg string, err error) {
-		r.log(ctx).Warnw(msg+"; the task completes without the output file logs", "task", a.Name, "job", job, "error", err)
-	}
-	spec, err := needSpec()
-	if err != nil {
-		warn("Reading the task failed", err)
-		return
-	}
-	var pods *corev1.PodList
-	err = r.call(ctx, func(ctx context.Context) (err error) {
-		pods, err = r.Client.CoreV1().Pods(a.Namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
-		})
-		return err
-	})
-	if err != nil {
-		warn("Listing the outputs filer's pods failed", err)
-		return
-	}
-	var pod *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded && (pod == nil || p.CreationTimestamp.After(pod.CreationTimestamp.Time)) {
-			pod = p
-		}
-	}
-	if pod == nil {
-		warn("The outputs filer has no succeeded pod", errors.New("no pod"))
-		return
-	}
-	tail := int64(OutputLogTailLines)
-	var log []byte
-	err = r.call(ctx, func(ctx context.Context) (err error) {
-		log, err = r.Client.CoreV1().Pods(a.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
-		return err
-	})
-	if err != nil {
-		warn("Reading the outputs filer's log failed", err)
-		return
-	}
-	value, notes, err := OutputFileLogs(spec, string(log))
-	r.logNotes(ctx, a.Name, notes)
-	if err != nil {
-		warn("The outputs filer's log has no valid file list", err)
-		return
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationOutputFileLogs: value}}})
-	err = r.call(ctx, func(ctx context.Context) error {
-		_, err := r.Client.BatchV1().Jobs(a.Namespace).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
-	if err != nil {
-		warn("Annotating the outputs filer's job failed", err)
-	}
-}
-
 func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
 	for _, n := range notes {
 		switch n.Level {
@@ -646,5 +332,13 @@ func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
 		default:
 			r.log(ctx).Infow(n.Msg, "task", task)
 		}
+	}
+}
+
+// logWarnings logs what a task holds that nothing reads (unknown fields,
+// e.g. of a newer TESK API): a warning, not a refusal (behaviour §8.5).
+func (r *Runner) logWarnings(ctx context.Context, task string, spec *taskspec.Task) {
+	for _, w := range spec.Warnings {
+		r.log(ctx).Warnw("The task has a field that is not read; ignoring it", "task", task, "field", w)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -233,4 +234,26 @@ func strictObject(v string, into any) error {
 func isZero(v any) bool {
 	b, _ := json.Marshal(v)
 	return bytes.Equal(b, []byte("{}"))
+}
+
+// noTTL is the value of AnnotationTTL for a task without a TTL.
+const noTTL = "none"
+
+// TTLValue is the value of AnnotationTTL for a TTL (nil: none).
+func TTLValue(ttl *time.Duration) string {
+	if ttl == nil {
+		return noTTL
+	}
+	return strconv.FormatInt(int64(ttl.Seconds()), 10)
+}
+
+// TaskTTLOf is the TTL recorded on a task's anchor; none if it has none, or
+// if it recorded none (a task that started before TTLs were recorded keeps
+// its objects, as a later setting must not shorten its life).
+func TaskTTLOf(anchor metav1.ObjectMeta) (time.Duration, bool) {
+	n, err := strconv.ParseInt(anchor.Annotations[AnnotationTTL], 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
 }

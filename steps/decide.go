@@ -42,6 +42,9 @@ type Observed struct {
 	// Gone is a part whose deletion the event reported: it existed, so it is
 	// not one that another event recorded and is still creating.
 	Gone string
+	// Unreadable says why the task stored on the anchor cannot be read (it
+	// does not decode or does not fit the schema); read at submission only.
+	Unreadable string
 }
 
 // ActionKind is what an action does.
@@ -99,30 +102,42 @@ type Plan struct {
 	Notes []Note
 	// NeedsPods is set when the decision would look at pods it was not given.
 	NeedsPods bool
+	// TTL, when set, is the task's TTL to record on the anchor with the
+	// plan's first write (TTLValue).
+	TTL string
+}
+
+// addTTL adds the TTL the plan records to an anchor's annotations.
+func (p Plan) addTTL(ann map[string]string) {
+	if p.TTL != "" {
+		ann[AnnotationTTL] = p.TTL
+	}
 }
 
 func (p *Plan) note(level, format string, a ...any) {
 	p.Notes = append(p.Notes, Note{Level: level, Msg: fmt.Sprintf(format, a...)})
 }
 
-// Decide is the taskmaster's behaviour as one pure function: given what is on
+// Decide is the product's behaviour as one pure function: given what is on
 // the cluster, the configuration and the time, what to do next. It is
 // level-triggered: the same observation gives the same plan, whichever event
-// asked, so duplicate, late and reordered events are harmless.
+// asked, so duplicate, late and reordered events are harmless (behaviour §6).
+// It reads as a few named policies: an ended task, a cancelled one, a
+// submission, each started part's job (and its pods), and completion.
 func Decide(obs Observed, cfg Config, now time.Time) Plan {
-	var plan Plan
-	task := obs.Anchor.Name
-
-	if state := obs.Anchor.Annotations[AnnotationState]; state != "" {
-		plan.State = state
-		if cfg.TaskTTL != nil {
-			if ended, err := time.Parse(time.RFC3339, obs.Anchor.Annotations[AnnotationEnded]); err == nil && !now.Before(ended.Add(*cfg.TaskTTL)) {
-				plan.Actions = append(plan.Actions, Action{Kind: DeleteTask, Reason: fmt.Sprintf("ended %s ago, TASK_TTL_SECONDS is %d", now.Sub(ended).Truncate(time.Second), int64(cfg.TaskTTL.Seconds()))})
-			}
-		}
-		return plan
+	plan := decide(obs, cfg, now)
+	if _, ok := obs.Anchor.Annotations[AnnotationTTL]; !ok && (plan.Progress != nil || plan.Final != nil) {
+		// The first write on a task fixes its TTL (behaviour §4.2).
+		plan.TTL = TTLValue(cfg.TaskTTL)
 	}
+	return plan
+}
 
+func decide(obs Observed, cfg Config, now time.Time) Plan {
+	var plan Plan
+	if state := obs.Anchor.Annotations[AnnotationState]; state != "" {
+		return endedTask(plan, obs.Anchor, state, now)
+	}
 	prog, err := ParseProgress(obs.Anchor.Annotations[AnnotationProgress])
 	if err != nil {
 		plan.note("error", "%v", err)
@@ -131,26 +146,63 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 		prog = Progress{Started: []string{PartPVC}}
 		return stop(plan, prog, cfg, StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
 	}
-
 	if obs.Anchor.Labels[LabelStatus] == StatusCancelled {
 		return cancel(plan, prog, obs, cfg, now)
 	}
-
 	if prog.Parts == nil {
-		if obs.Spec == nil {
-			plan.State = StateQueued
+		var ok bool
+		if plan, ok = submission(plan, obs); !ok {
 			return plan
 		}
-		if err := obs.Spec.Refusal(); err != nil {
-			plan.note("error", "%v", err)
-			plan.Final = &Final{State: StateSystemError, Reason: err.Error()}
-			plan.State = StateSystemError
-			return plan
-		}
-		prog.Parts = Parts(obs.Spec)
-		plan.Progress = &prog
+		prog = *plan.Progress
 	}
+	return advance(plan, prog, obs, cfg, now)
+}
 
+// endedTask: a task that ended stays as it is, until its TTL (fixed when it
+// started) has passed since it ended; then it is deleted with all it owns
+// (behaviour §4.2).
+func endedTask(plan Plan, anchor metav1.ObjectMeta, state string, now time.Time) Plan {
+	plan.State = state
+	ttl, ok := TaskTTLOf(anchor)
+	if !ok {
+		return plan
+	}
+	if ended, err := time.Parse(time.RFC3339, anchor.Annotations[AnnotationEnded]); err == nil && !now.Before(ended.Add(ttl)) {
+		plan.Actions = append(plan.Actions, Action{Kind: DeleteTask, Reason: fmt.Sprintf("ended %s ago, its TTL is %d s", now.Sub(ended).Truncate(time.Second), int64(ttl.Seconds()))})
+	}
+	return plan
+}
+
+// submission starts a task: its whole sequence of parts is recorded. A task
+// that can never run ends at once with SYSTEM_ERROR and why (behaviour §1.1,
+// §8.5). ok is false when the plan is final.
+func submission(plan Plan, obs Observed) (Plan, bool) {
+	if obs.Unreadable != "" {
+		plan.note("error", "%s", obs.Unreadable)
+		plan.Final = &Final{State: StateSystemError, Reason: obs.Unreadable}
+		plan.State = StateSystemError
+		return plan, false
+	}
+	if obs.Spec == nil {
+		plan.State = StateQueued
+		return plan, false
+	}
+	if err := obs.Spec.Refusal(); err != nil {
+		plan.note("error", "%v", err)
+		plan.Final = &Final{State: StateSystemError, Reason: err.Error()}
+		plan.State = StateSystemError
+		return plan, false
+	}
+	prog := Progress{Parts: Parts(obs.Spec)}
+	plan.Progress = &prog
+	return plan, true
+}
+
+// advance walks the task's parts in order: it looks at each started part's
+// job, starts the next part once the ones before it passed, and completes the
+// task after the last.
+func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
 	var toStart, passed []string
 	state := StateQueued
 	for _, part := range prog.Parts {
@@ -162,6 +214,10 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 			break
 		}
 		if part == PartPVC {
+			if reason, ok := prog.EndedReason(part); ok {
+				// The API server rejected the claim (behaviour §8.6).
+				return stop(plan, prog, cfg, StateSystemError, reason)
+			}
 			if prog.inLastBatch(part, obs.Event) {
 				plan.Actions = append(plan.Actions, Action{Kind: CreatePVC, Part: part})
 			}
@@ -171,78 +227,11 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 		if prog.IsDone(part) {
 			continue
 		}
-		job := obs.Jobs[part]
-		if reason, ok := prog.EndedReason(part); ok {
-			// The service ended this part itself: the task stops, also when
-			// the job then ended on its own (in doubt, the task stops). A job
-			// of the task that still runs is one whose deletion failed:
-			// delete it again.
-			if job != nil && !isGone(job) && StatusOf(job) == JobRunning && ownedBy(job, obs.Anchor.UID) {
-				plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: reason})
-			}
-			return stop(plan, prog, cfg, StateSystemError, reason)
+		var ok bool
+		if plan, ok = partJob(plan, prog, obs, cfg, now, part, state); !ok {
+			return plan
 		}
-		if job == nil || isGone(job) {
-			if job == nil && prog.inLastBatch(part, obs.Event) {
-				// A redelivery of the event that recorded the part: its
-				// first attempt may have stopped before it created it.
-				plan.Actions = append(plan.Actions, Action{Kind: CreateJob, Part: part})
-				plan.State = state
-				return plan
-			}
-			if job == nil && obs.Gone != part && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
-				// Recorded moments ago by another event, which may still
-				// be creating it.
-				plan.State = state
-				return plan
-			}
-			msg := fmt.Sprintf("%s was deleted while it ran", capitalize(describe(task, part)))
-			plan.note("error", "%s", msg)
-			return stop(plan, prog, cfg, StateSystemError, msg)
-		}
-		switch StatusOf(job) {
-		case JobComplete:
-			passed = append(passed, part)
-			continue
-		case JobFailed:
-			if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
-				if IsMarkedFailed(job) {
-					plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
-					passed = append(passed, part)
-					continue
-				}
-				if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
-					msg := fmt.Sprintf("Executor job '%s' failed (ignore-error) but Kubernetes didn't mark it Failed within %s", job.Name, secs(cfg.PodTimeout))
-					plan.note("error", "%s", msg)
-					return stop(plan, prog, cfg, StateSystemError, msg)
-				}
-				plan.State = state
-				return plan // its pods are still ending
-			}
-			msg := fmt.Sprintf("Job '%s' failed%s", job.Name, failureDetail(job))
-			if why := job.Annotations[AnnotationFailed]; why != "" {
-				// The service failed it: say why.
-				msg = fmt.Sprintf("Job '%s' was failed: %s", job.Name, why)
-			}
-			plan.note("info", "%s", msg)
-			return stop(plan, prog, cfg, failedState(part), msg)
-		default:
-			if EndedByService(job) {
-				if at, ok := failedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
-					msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[AnnotationFailed], secs(cfg.PodTimeout))
-					plan.note("error", "%s", msg)
-					return stop(plan, prog, cfg, failedState(part), msg)
-				}
-				plan.State = state
-				return plan
-			}
-			if obs.Pods == nil {
-				plan.NeedsPods = true
-				plan.State = state
-				return plan
-			}
-			return checkPods(plan, prog, obs, cfg, now, part, job, state)
-		}
+		passed = append(passed, part)
 	}
 
 	if len(toStart) > 0 {
@@ -258,8 +247,95 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 		plan.State = phaseOf(toStart[len(toStart)-1])
 		return plan
 	}
+	return complete(plan, prog, obs)
+}
 
-	// Every part completed.
+// partJob looks at a started part's job. ok is true when the part passed
+// (its job completed, or failed ignoring errors); otherwise the plan is the
+// step's: wait, fail the job, or stop the task.
+func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, part, state string) (Plan, bool) {
+	task := obs.Anchor.Name
+	job := obs.Jobs[part]
+	if reason, ok := prog.EndedReason(part); ok {
+		// The service ended this part itself: the task stops, also when
+		// the job then ended on its own (in doubt, the task stops). A job
+		// of the task that still runs is one whose deletion failed: delete
+		// it again, unless its deletion was rejected (behaviour §1.13).
+		if _, kept := prog.KeptReason(part); !kept && job != nil && !isGone(job) && StatusOf(job) == JobRunning && ownedBy(job, obs.Anchor.UID) {
+			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: reason})
+		}
+		return stop(plan, prog, cfg, StateSystemError, reason), false
+	}
+	if job == nil || isGone(job) {
+		if job == nil && prog.inLastBatch(part, obs.Event) {
+			// A redelivery of the event that recorded the part: its first
+			// attempt may have stopped before it created it.
+			plan.Actions = append(plan.Actions, Action{Kind: CreateJob, Part: part})
+			plan.State = state
+			return plan, false
+		}
+		if job == nil && obs.Gone != part && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
+			// Recorded moments ago by another event, which may still be
+			// creating it.
+			plan.State = state
+			return plan, false
+		}
+		msg := fmt.Sprintf("%s was deleted while it ran", capitalize(describe(task, part)))
+		plan.note("error", "%s", msg)
+		return stop(plan, prog, cfg, StateSystemError, msg), false
+	}
+	switch StatusOf(job) {
+	case JobComplete:
+		return plan, true
+	case JobFailed:
+		return failedJob(plan, prog, cfg, now, part, job, state)
+	}
+	if EndedByService(job) {
+		if at, ok := failedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
+			msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[AnnotationFailed], secs(cfg.PodTimeout))
+			plan.note("error", "%s", msg)
+			return stop(plan, prog, cfg, failedState(part), msg), false
+		}
+		plan.State = state
+		return plan, false
+	}
+	if obs.Pods == nil {
+		plan.NeedsPods = true
+		plan.State = state
+		return plan, false
+	}
+	return checkPods(plan, prog, obs, cfg, now, part, job, state), false
+}
+
+// failedJob: a failed job stops the task, unless it is an executor's that
+// ignores errors and that the service did not end itself; that one passes
+// once Kubernetes marked it Failed (behaviour §1.5, §1.10).
+func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string, job *batchv1.Job, state string) (Plan, bool) {
+	if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
+		if IsMarkedFailed(job) {
+			plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
+			return plan, true
+		}
+		if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
+			msg := fmt.Sprintf("Executor job '%s' failed (ignore-error) but Kubernetes didn't mark it Failed within %s", job.Name, secs(cfg.PodTimeout))
+			plan.note("error", "%s", msg)
+			return stop(plan, prog, cfg, StateSystemError, msg), false
+		}
+		plan.State = state
+		return plan, false // its pods are still ending
+	}
+	msg := fmt.Sprintf("Job '%s' failed%s", job.Name, failureDetail(job))
+	if why := job.Annotations[AnnotationFailed]; why != "" {
+		// The service failed it: say why.
+		msg = fmt.Sprintf("Job '%s' was failed: %s", job.Name, why)
+	}
+	plan.note("info", "%s", msg)
+	return stop(plan, prog, cfg, failedState(part), msg), false
+}
+
+// complete ends a task whose parts all passed: the uploaded files recorded,
+// the PVC deleted, COMPLETE written (behaviour §1.3, §1.7).
+func complete(plan Plan, prog Progress, obs Observed) Plan {
 	if slices.Contains(prog.Parts, PartOutputsFiler) {
 		if j := obs.Jobs[PartOutputsFiler]; j != nil && j.Annotations[AnnotationOutputFileLogs] == "" {
 			plan.Actions = append(plan.Actions, Action{Kind: RecordOutputFileLogs, Part: PartOutputsFiler})
@@ -331,15 +407,26 @@ func failJob(plan Plan, prog Progress, part, reason, state string) Plan {
 
 // cancel stops a cancelled task: no further job, the running jobs deleted
 // (recorded first, as the service's own ends), the jobs that ended kept;
-// CANCELED once the deleted jobs are gone. A part recorded moments ago whose
-// job does not exist yet may still be being created by another step: the task
-// stays CANCELING until it shows (and is deleted) or the grace period passes.
+// CANCELED once the deleted jobs are gone (behaviour §1.18). A part recorded
+// moments ago whose job does not exist yet may still be being created by
+// another step: the task stays CANCELING until it shows (and is deleted) or
+// the grace period passes. A job whose deletion was rejected is kept, and one
+// still terminating --pod-timeout after its deletion is waited for no more:
+// the task ends CANCELED all the same, saying so (behaviour §8.3).
 func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
 	going := false
 	next := prog
+	var lines []string
 	for _, part := range sortedParts(obs.Jobs) {
 		job := obs.Jobs[part]
+		if _, kept := prog.KeptReason(part); kept {
+			continue // stop says why
+		}
 		if isGone(job) {
+			if now.Sub(job.DeletionTimestamp.Time) >= cfg.PodTimeout {
+				lines = append(lines, fmt.Sprintf("Job '%s' was still terminating %s after it was deleted", job.Name, secs(cfg.PodTimeout)))
+				continue
+			}
 			going = true
 			continue
 		}
@@ -362,11 +449,15 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 		plan.State = StateCanceling
 		return plan
 	}
-	return stop(plan, prog, cfg, StateCanceled, "Task cancelled")
+	if len(lines) > 0 {
+		plan.note("warn", "%s", strings.Join(lines, "; "))
+	}
+	return stop(plan, prog, cfg, StateCanceled, strings.Join(append([]string{"Task cancelled"}, lines...), "\n"))
 }
 
 // stop ends the task: its PVC deleted (kept and released from the task with
-// KEEP_FAILED_PVC), the final state written last.
+// KEEP_FAILED_PVC), the final state written last, with why: one line, and a
+// line for each job whose deletion was rejected (TES system_logs).
 func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
 	if prog.IsStarted(PartPVC) {
 		if cfg.KeepFailedPVC {
@@ -374,6 +465,9 @@ func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
 		} else {
 			plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: PartPVC})
 		}
+	}
+	for _, k := range prog.Kept {
+		reason += "\n" + k.Reason
 	}
 	plan.Final = &Final{State: state, Reason: reason}
 	plan.State = state

@@ -787,37 +787,6 @@ func TestDecide(t *testing.T) {
 			state: StateQueued,
 		},
 
-		// TTL.
-		{
-			name: "Deleting §2: a task that ended TASK_TTL_SECONDS ago is deleted",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...), AnnotationState, StateComplete,
-				AnnotationEnded, ago(time.Hour).Format(time.RFC3339))},
-			cfg:     func(c *Config) { c.TaskTTL = ptr(time.Hour) },
-			actions: []Action{act(DeleteTask, "")},
-			state:   StateComplete,
-		},
-		{
-			name: "Deleting §2: a task that ended less than TASK_TTL_SECONDS ago is kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...), AnnotationState, StateComplete,
-				AnnotationEnded, ago(59*time.Minute).Format(time.RFC3339))},
-			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Hour) },
-			state: StateComplete,
-		},
-		{
-			name: "Deleting §2: with TASK_TTL_SECONDS 0 an ended task is deleted at once",
-			obs: Observed{Event: "ev", Anchor: anchorWith(nil, AnnotationState, StateCanceled,
-				AnnotationEnded, t0.Format(time.RFC3339))},
-			cfg:     func(c *Config) { c.TaskTTL = ptr(time.Duration(0)) },
-			actions: []Action{act(DeleteTask, "")},
-			state:   StateCanceled,
-		},
-		{
-			name: "Deleting §2: by default nothing deletes an ended task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...), AnnotationState, StateSystemError,
-				AnnotationEnded, ago(1000*time.Hour).Format(time.RFC3339))},
-			state: StateSystemError,
-		},
-
 		// The record.
 		{
 			name:    "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
@@ -829,6 +798,14 @@ func TestDecide(t *testing.T) {
 		},
 	}
 
+	runDecideCases(t, cases)
+}
+
+// runDecideCases decides each case and checks its plan: the actions by kind
+// and part, the final state, the state; that Decide changed nothing of its
+// input, and that the same observation gives the same plan.
+func runDecideCases(t *testing.T, cases []decideCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()

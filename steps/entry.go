@@ -21,15 +21,20 @@ import (
 func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMessage, event string) (Result, error) {
 	var spec *taskspec.Task
 	if len(input) > 0 {
-		var err error
-		if spec, err = taskspec.Decode(input); err != nil {
-			return Result{Task: task, Namespace: ns}, &BadInputError{Err: err}
-		}
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: task, Namespace: ns, Labels: map[string]string{LabelTask: task}},
 			BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskspec.Gzip(input)},
 		}
-		err = r.call(ctx, func(ctx context.Context) error {
+		var bad error
+		if spec, bad = taskspec.Decode(input); bad != nil {
+			// A task that can never run still becomes a task, ended with
+			// SYSTEM_ERROR and why, so that the view, the TTL and the
+			// sweep see it; the event is answered 400 (behaviour §8.5).
+			final := &Final{State: StateSystemError, Reason: bad.Error()}
+			cm.Annotations = finalAnnotations(final, r.now())
+			cm.Annotations[AnnotationTTL] = TTLValue(r.Config.TaskTTL)
+		}
+		err := r.call(ctx, func(ctx context.Context) error {
 			_, err := r.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 			return err
 		})
@@ -38,6 +43,11 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			spec = nil // the task on the cluster wins over the event's copy
 		case err != nil:
 			return Result{Task: task, Namespace: ns}, err
+		case bad != nil:
+			r.log(ctx).Errorw("The task can never run; it ended", "task", task, "state", StateSystemError, "reason", bad.Error())
+			return Result{Task: task, Namespace: ns, State: StateSystemError, Actions: []Action{}, Message: bad.Error()}, &BadInputError{Err: bad}
+		default:
+			r.logWarnings(ctx, task, spec)
 		}
 	}
 	res, err := r.Reconcile(ctx, ns, task, Options{Event: event, Spec: spec, Submit: true})

@@ -37,6 +37,9 @@ const (
 	AnnotationEnded = annotationPrefix + "ended"
 	// AnnotationReason (anchor) says why the task stopped (TES system_logs).
 	AnnotationReason = annotationPrefix + "reason"
+	// AnnotationTTL (anchor) is the task's TTL in seconds ("none" for no
+	// TTL), fixed by the first write on the task (TASK_TTL_SECONDS then).
+	AnnotationTTL = annotationPrefix + "ttl-seconds"
 	// AnnotationFailed (job) says why and when the service failed the job.
 	AnnotationFailed = annotationPrefix + "failed"
 	// AnnotationFailedAt (job) is when the service failed the job (RFC 3339).

@@ -24,6 +24,10 @@ type Progress struct {
 	Failing []string      `json:"failing,omitempty"`
 	Last    *Batch        `json:"last,omitempty"`
 	Ended   []EndedRecord `json:"ended,omitempty"`
+	// Kept lists the jobs the service set out to delete but whose deletion
+	// the API server rejected, and why: no step tries to delete them again,
+	// and the task stops all the same.
+	Kept []EndedRecord `json:"kept,omitempty"`
 }
 
 // Batch says which event recorded the last parts started, and when: a
@@ -67,8 +71,14 @@ func (p Progress) IsStarted(part string) bool { return slices.Contains(p.Started
 func (p Progress) IsDone(part string) bool { return slices.Contains(p.Done, part) }
 
 // EndedReason returns why the service ended a part, if it did.
-func (p Progress) EndedReason(part string) (string, bool) {
-	for _, d := range p.Ended {
+func (p Progress) EndedReason(part string) (string, bool) { return reasonOf(p.Ended, part) }
+
+// KeptReason returns why a job the service set out to delete is kept, if it
+// is.
+func (p Progress) KeptReason(part string) (string, bool) { return reasonOf(p.Kept, part) }
+
+func reasonOf(records []EndedRecord, part string) (string, bool) {
+	for _, d := range records {
 		if d.Part == part {
 			return d.Reason, true
 		}
@@ -137,6 +147,15 @@ func (p Progress) withEnded(part, reason string) Progress {
 	return q
 }
 
+// withKept returns the record with a job whose deletion was rejected.
+func (p Progress) withKept(part, reason string) Progress {
+	q := p.clone()
+	if _, ok := q.KeptReason(part); !ok {
+		q.Kept = append(q.Kept, EndedRecord{Part: part, Reason: reason})
+	}
+	return q
+}
+
 func (p Progress) clone() Progress {
 	q := p
 	q.Parts = slices.Clone(p.Parts)
@@ -144,6 +163,7 @@ func (p Progress) clone() Progress {
 	q.Done = slices.Clone(p.Done)
 	q.Failing = slices.Clone(p.Failing)
 	q.Ended = slices.Clone(p.Ended)
+	q.Kept = slices.Clone(p.Kept)
 	if p.Last != nil {
 		l := *p.Last
 		l.Parts = slices.Clone(p.Last.Parts)

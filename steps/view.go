@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -64,7 +65,7 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		log.EndTime = ended
 	}
 	if reason := anchor.Annotations[AnnotationReason]; reason != "" {
-		log.SystemLogs = []string{reason}
+		log.SystemLogs = strings.Split(reason, "\n")
 	}
 	var execParts []string
 	for part := range jobs {

@@ -25,38 +25,43 @@ func taskJSON(rest string) string {
 
 func TestDecode(t *testing.T) {
 	cases := []struct {
-		name string
-		json string
-		ok   bool
+		name     string
+		json     string
+		ok       bool
+		warnings []string // of a task that decodes
 	}{
-		{"executors only", taskJSON(""), true},
+		{"executors only", taskJSON(""), true, nil},
 		{"inputs, outputs, volumes and resources", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/data/in/a.txt","type":"FILE"},` +
 			`{"content":"hello","path":"/data/in/hello.txt"},{"url":"s3://b/dir","path":"/data/ref","type":"DIRECTORY"}],` +
 			`"outputs":[{"url":"s3://b/out","path":"/data/out/o.txt"},{"url":"s3://b/w","path":"/data/*/o.txt","path_prefix":"/data"}],` +
-			`"volumes":["/scratch"],"resources":{"cpu_cores":2,"ram_gb":4,"disk_gb":10}`), true},
+			`"volumes":["/scratch"],"resources":{"cpu_cores":2,"ram_gb":4,"disk_gb":10}`), true, nil},
 		{"an executor's Job fields are checked by type only (the API server checks the rest)",
-			`{"executors":[{"spec":{"template":{"spec":{"containers":[{"image":"a","futureField":1}]}}}}]}`, true},
-		{"not JSON", `{"executors":`, false},
-		{"not an object", `[]`, false},
-		{"an unknown field of the task", taskJSON(`"executer":[]`), false},
-		{"an unknown field of an input", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/a/b","mode":"r"}]`), false},
-		{"an unknown field of an output", taskJSON(`"outputs":[{"url":"s3://b/o","path":"/a/b","prefix":"/a"}]`), false},
-		{"an executor field of the wrong type", `{"executors":[{"spec":{"backoffLimit":"3","template":{"spec":{"containers":[{"image":"a"}]}}}}]}`, false},
-		{"no executors", `{"executors":[]}`, false},
-		{"an executor without containers", `{"executors":[{"spec":{"template":{"spec":{}}}}]}`, false},
-		{"a container without an image", `{"executors":[{"spec":{"template":{"spec":{"containers":[{"name":"c"}]}}}}]}`, false},
-		{"a relative input path", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"data/a"}]`), false},
-		{"an input path with ..", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/data/../etc/a"}]`), false},
-		{"an input at the root", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/"}]`), false},
-		{"an input with neither url nor content", taskJSON(`"inputs":[{"path":"/data/a"}]`), false},
-		{"a DIRECTORY input with content", taskJSON(`"inputs":[{"content":"x","path":"/data/a","type":"DIRECTORY"}]`), false},
-		{"a DIRECTORY input without url", taskJSON(`"inputs":[{"path":"/data/a","type":"DIRECTORY"}]`), false},
-		{"an unknown file type", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/data/a","type":"LINK"}]`), false},
-		{"an output without url", taskJSON(`"outputs":[{"path":"/data/o"}]`), false},
-		{"an output with a relative path_prefix", taskJSON(`"outputs":[{"url":"s3://b/","path":"/data/*.txt","path_prefix":"data"}]`), false},
-		{"a volume that is not clean", taskJSON(`"volumes":["/scratch//tmp"]`), false},
-		{"a negative disk size", taskJSON(`"resources":{"disk_gb":-1}`), false},
-		{"a path with a NUL", taskJSON(`"volumes":["/scratch\u0000x"]`), false},
+			`{"executors":[{"spec":{"template":{"spec":{"containers":[{"image":"a","futureField":1}]}}}}]}`, true,
+			[]string{`unknown field "executors[0].spec.template.spec.containers[0].futureField"`}},
+		{"not JSON", `{"executors":`, false, nil},
+		{"not an object", `[]`, false, nil},
+		// Unknown fields are warnings, not refusals (behaviour §8.5).
+		{"an unknown field of the task", taskJSON(`"executer":[]`), true, []string{`unknown field "executer"`}},
+		{"an unknown field of an input", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/a/b","mode":"r"}]`), true, []string{`unknown field "inputs[0].mode"`}},
+		{"an unknown field of an output", taskJSON(`"outputs":[{"url":"s3://b/o","path":"/a/b","prefix":"/a"}]`), true, []string{`unknown field "outputs[0].prefix"`}},
+		{"an unknown field of the resources", taskJSON(`"resources":{"disk_gb":1,"gpu":2}`), true, []string{`unknown field "resources.gpu"`}},
+		{"a known field of the wrong type", taskJSON(`"resources":{"disk_gb":"1"}`), false, nil},
+		{"an executor field of the wrong type", `{"executors":[{"spec":{"backoffLimit":"3","template":{"spec":{"containers":[{"image":"a"}]}}}}]}`, false, nil},
+		{"no executors", `{"executors":[]}`, false, nil},
+		{"an executor without containers", `{"executors":[{"spec":{"template":{"spec":{}}}}]}`, false, nil},
+		{"a container without an image", `{"executors":[{"spec":{"template":{"spec":{"containers":[{"name":"c"}]}}}}]}`, false, nil},
+		{"a relative input path", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"data/a"}]`), false, nil},
+		{"an input path with ..", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/data/../etc/a"}]`), false, nil},
+		{"an input at the root", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/"}]`), false, nil},
+		{"an input with neither url nor content", taskJSON(`"inputs":[{"path":"/data/a"}]`), false, nil},
+		{"a DIRECTORY input with content", taskJSON(`"inputs":[{"content":"x","path":"/data/a","type":"DIRECTORY"}]`), false, nil},
+		{"a DIRECTORY input without url", taskJSON(`"inputs":[{"path":"/data/a","type":"DIRECTORY"}]`), false, nil},
+		{"an unknown file type", taskJSON(`"inputs":[{"url":"https://e.org/a","path":"/data/a","type":"LINK"}]`), false, nil},
+		{"an output without url", taskJSON(`"outputs":[{"path":"/data/o"}]`), false, nil},
+		{"an output with a relative path_prefix", taskJSON(`"outputs":[{"url":"s3://b/","path":"/data/*.txt","path_prefix":"data"}]`), false, nil},
+		{"a volume that is not clean", taskJSON(`"volumes":["/scratch//tmp"]`), false, nil},
+		{"a negative disk size", taskJSON(`"resources":{"disk_gb":-1}`), false, nil},
+		{"a path with a NUL", taskJSON(`"volumes":["/scratch\u0000x"]`), false, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,6 +72,9 @@ func TestDecode(t *testing.T) {
 				}
 				if err := task.Validate(); err != nil {
 					t.Errorf("a decoded task fails Validate: %v", err)
+				}
+				if !slices.Equal(task.Warnings, c.warnings) {
+					t.Errorf("warnings %q, want %q", task.Warnings, c.warnings)
 				}
 				return
 			}

@@ -43,6 +43,11 @@ type Task struct {
 	Outputs   []Output      `json:"outputs,omitempty"`
 	Volumes   []string      `json:"volumes,omitempty"`
 	Resources Resources     `json:"resources,omitempty"`
+
+	// Warnings name the fields of the task, its inputs, outputs and
+	// resources that nothing reads (e.g. added by a newer TESK API): they
+	// are ignored, not refused, and the handler logs them.
+	Warnings []string `json:"-"`
 }
 
 // Input is a file or directory to put on the task volume before the executors
@@ -87,10 +92,10 @@ func (e *SchemaError) Error() string { return "invalid task: " + e.Msg }
 
 func schemaErr(format string, a ...any) error { return &SchemaError{Msg: fmt.Sprintf(format, a...)} }
 
-// Decode parses and validates a task JSON. Unknown fields of the task, its
-// inputs and outputs are errors (they are typos: nothing would read them);
-// fields of the executors' Job specs are checked by type only, as the API
-// server validates the rest when the job is created.
+// Decode parses and validates a task JSON. Fields of the wrong type are
+// errors; unknown fields are Warnings, so that a newer TESK API that adds a
+// field does not stop every task. The executors' Job specs are checked by
+// type only, as the API server validates the rest when the job is created.
 func Decode(data []byte) (*Task, error) {
 	if len(data) > MaxSize {
 		return nil, schemaErr("task JSON is %d bytes, more than %d", len(data), MaxSize)
@@ -101,9 +106,7 @@ func Decode(data []byte) (*Task, error) {
 		return nil, schemaErr("%v", err)
 	}
 	for _, e := range strict {
-		if !strings.Contains(e.Error(), "executors[") {
-			return nil, schemaErr("%v", e)
-		}
+		t.Warnings = append(t.Warnings, e.Error())
 	}
 	if err := t.Validate(); err != nil {
 		return nil, err

@@ -1,0 +1,455 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// stepOutcome says how the application of a plan ended.
+type stepOutcome int
+
+const (
+	// finished: the plan is applied (or an error is returned).
+	finished stepOutcome = iota
+	// again: an action changed what the step decides on (it ended a part
+	// itself): decide again at once.
+	again
+	// conflicted: the anchor changed under the step: decide again from a
+	// fresh read, after a backoff.
+	conflicted
+)
+
+// step is the application of one plan to one task.
+type step struct {
+	r      *Runner
+	anchor *corev1.ConfigMap
+	a      Anchor
+	// spec is the task, decoded on first use.
+	spec *taskspec.Task
+}
+
+// apply carries out a plan: the progress first, the actions in order, the
+// final state last (behaviour §6).
+func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
+	st := &step{r: r, anchor: anchor, a: Anchor{Name: anchor.Name, Namespace: anchor.Namespace, UID: anchor.UID}, spec: obs.Spec}
+	rv := anchor.ResourceVersion
+	if plan.Progress != nil {
+		ann := map[string]string{AnnotationProgress: plan.Progress.String()}
+		plan.addTTL(ann)
+		var err error
+		rv, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
+			"labels":      map[string]string{LabelTask: anchor.Name},
+			"annotations": ann,
+		})
+		if apierrors.IsConflict(err) {
+			return conflicted, nil
+		}
+		if err != nil {
+			return finished, err
+		}
+	}
+	for _, act := range plan.Actions {
+		res.Actions = append(res.Actions, act)
+		if next, err := st.do(ctx, act); err != nil || next != finished {
+			return next, err
+		}
+	}
+	if plan.Final != nil {
+		ann := finalAnnotations(plan.Final, r.now())
+		plan.addTTL(ann)
+		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": ann})
+		if apierrors.IsConflict(err) {
+			return conflicted, nil
+		}
+		if err != nil {
+			return finished, err
+		}
+		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
+	}
+	return finished, nil
+}
+
+// finalAnnotations are the anchor's annotations of a task that ended.
+func finalAnnotations(f *Final, now time.Time) map[string]string {
+	return map[string]string{
+		AnnotationState:  f.State,
+		AnnotationEnded:  now.UTC().Format(time.RFC3339),
+		AnnotationReason: f.Reason,
+	}
+}
+
+// do carries out one action.
+func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
+	switch act.Kind {
+	case CreatePVC:
+		return st.createPVC(ctx, act)
+	case CreateJob:
+		return st.createJob(ctx, act)
+	case FailJob:
+		return st.failJob(ctx, act)
+	case DeleteJob:
+		return st.deleteJob(ctx, act.Part, act.Reason)
+	case DeletePVC:
+		st.deletePVC(ctx)
+		return finished, nil
+	case ReleasePVC:
+		st.releasePVC(ctx)
+		return finished, nil
+	case RecordOutputFileLogs:
+		st.recordOutputFileLogs(ctx, ObjectName(st.a.Name, act.Part))
+		return finished, nil
+	case DeleteTask:
+		return finished, st.deleteTask(ctx, act)
+	}
+	return finished, fmt.Errorf("unknown action %q", act.Kind)
+}
+
+// needSpec returns the task; one that cannot be read ends the part.
+func (st *step) needSpec(ctx context.Context, part string) (*taskspec.Task, stepOutcome, error) {
+	if st.spec != nil {
+		return st.spec, finished, nil
+	}
+	spec, err := anchorSpec(st.anchor)
+	if err != nil {
+		st.r.log(ctx).Errorw("The task cannot be read; it stops", "task", st.a.Name, "error", err)
+		next, err := st.endPart(ctx, part, fmt.Sprintf("The task cannot be read: %v", err), false)
+		return nil, next, err
+	}
+	st.r.logWarnings(ctx, st.a.Name, spec)
+	st.spec = spec
+	return spec, finished, nil
+}
+
+func (st *step) createPVC(ctx context.Context, act Action) (stepOutcome, error) {
+	spec, next, err := st.needSpec(ctx, act.Part)
+	if spec == nil {
+		return next, err
+	}
+	err = st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Create(ctx, BuildPVC(st.a, spec, st.r.Config), metav1.CreateOptions{})
+		return err
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return finished, nil
+	}
+	return st.created(ctx, act, err)
+}
+
+func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) {
+	spec, next, err := st.needSpec(ctx, act.Part)
+	if spec == nil {
+		return next, err
+	}
+	var job *batchv1.Job
+	if i, ok := ExecutorIndex(act.Part); ok {
+		if i >= len(spec.Executors) {
+			return st.endPart(ctx, act.Part, fmt.Sprintf("The task's progress names executor %d, but the task has %d", i, len(spec.Executors)), false)
+		}
+		job = BuildExecutorJob(st.a, spec, i, st.r.Config)
+	} else {
+		job = BuildFilerJob(st.a, act.Part, st.r.Config)
+	}
+	err = st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Create(ctx, job, metav1.CreateOptions{})
+		return err
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return st.checkOurs(ctx, act)
+	}
+	if err == nil {
+		if st.r.Config.Debug {
+			st.r.log(ctx).Debugw("Created job", "task", st.a.Name, "job", job.Name, "manifest", jobManifest(job))
+		} else {
+			st.r.log(ctx).Infow("Created job", "task", st.a.Name, "job", job.Name)
+		}
+	}
+	return st.created(ctx, act, err)
+}
+
+// jobManifest is a job as YAML for the debug log, with URLs shown without
+// their queries and user info, and the FTP credentials hidden.
+func jobManifest(job *batchv1.Job) string {
+	j := job.DeepCopy()
+	for _, list := range [][]corev1.Container{j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			for k := range c.Env {
+				if hiddenEnv[c.Env[k].Name] && c.Env[k].Value != "" {
+					c.Env[k].Value = "<hidden>"
+				} else {
+					c.Env[k].Value = taskspec.RedactURLs(c.Env[k].Value)
+				}
+			}
+			for k := range c.Args {
+				c.Args[k] = taskspec.RedactURLs(c.Args[k])
+			}
+			for k := range c.Command {
+				c.Command[k] = taskspec.RedactURLs(c.Command[k])
+			}
+		}
+	}
+	b, err := yaml.Marshal(j)
+	if err != nil {
+		return fmt.Sprintf("(job %s: %v)", j.Name, err)
+	}
+	return string(b)
+}
+
+// hiddenEnv are the variables whose values the debug log never shows.
+var hiddenEnv = map[string]bool{"TESK_FTP_USERNAME": true, "TESK_FTP_PASSWORD": true}
+
+// created handles the answer to a create: an object the API server rejects
+// (invalid, forbidden by a policy or a quota) can never be created as it is,
+// so the task stops at once with the server's message (behaviour §8.6);
+// other errors are tried again.
+func (st *step) created(ctx context.Context, act Action, err error) (stepOutcome, error) {
+	if Classify(err) != Rejected {
+		return finished, err
+	}
+	reason := fmt.Sprintf("Creating %s was rejected: %v", describe(st.a.Name, act.Part), err)
+	st.r.log(ctx).Errorw("Creating an object was rejected; the task stops", "task", st.a.Name, "part", act.Part, "error", err)
+	return st.endPart(ctx, act.Part, reason, false)
+}
+
+// checkOurs: a job that already exists is done if the task owns it; a job of
+// the same name that it does not own stops the task.
+func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) {
+	job, err := st.r.getJob(ctx, st.a.Namespace, ObjectName(st.a.Name, act.Part))
+	switch {
+	case err != nil:
+		return finished, err
+	case job == nil:
+		return again, nil
+	case ownedBy(job, st.a.UID):
+		return finished, nil
+	}
+	return st.endPart(ctx, act.Part, fmt.Sprintf("Job '%s' exists but does not belong to the task", job.Name), false)
+}
+
+// failJob sets the job's activeDeadlineSeconds to 1, so that Kubernetes stops
+// its pods and marks it Failed (behaviour §1.12). Only a rejection falls back
+// to deleting it; after any other error nothing is deleted and the step is
+// tried again (behaviour §8.2).
+func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
+	name := ObjectName(st.a.Name, act.Part)
+	err := st.patchFailed(ctx, name, act.Reason)
+	switch Classify(err) {
+	case Done:
+		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
+		return finished, nil
+	case Missing:
+		return again, nil
+	case Rejected:
+		reason := fmt.Sprintf("%s; failing job '%s' was rejected (%v), so it is deleted instead", act.Reason, name, err)
+		st.r.log(ctx).Warnw("Failing a job was rejected; deleting it", "task", st.a.Name, "job", name, "error", err)
+		return st.endPart(ctx, act.Part, reason, true)
+	}
+	return finished, err
+}
+
+func (st *step) patchFailed(ctx context.Context, name, reason string) error {
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{
+			AnnotationFailed: reason, AnnotationFailedAt: st.r.now().UTC().Format(time.RFC3339),
+		}},
+		"spec": map[string]any{"activeDeadlineSeconds": 1},
+	})
+	return st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// deleteJob deletes a part's job (foreground: it is gone once its pods are).
+// A job that is already gone counts as deleted. A rejected delete (a role
+// without delete on jobs, an admission policy) fails the job instead, so that
+// its pods stop, and records it as kept, so that no step tries to delete it
+// again; the task stops all the same (behaviour §8.3, §8.4). Other errors are
+// tried again.
+func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, error) {
+	name := ObjectName(st.a.Name, part)
+	fg := metav1.DeletePropagationForeground
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		return st.r.Client.BatchV1().Jobs(st.a.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	})
+	switch Classify(err) {
+	case Done, Missing:
+		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
+		return finished, nil
+	case Retry:
+		return finished, err
+	}
+	st.r.log(ctx).Errorw("Deleting a job was rejected; failing it and keeping it instead", "task", st.a.Name, "job", name, "error", err)
+	kept := fmt.Sprintf("Deleting job '%s' was rejected (%v); it is kept", name, err)
+	ferr := st.patchFailed(ctx, name, why)
+	switch Classify(ferr) {
+	case Retry:
+		return finished, ferr
+	case Rejected:
+		st.r.log(ctx).Errorw("Failing the job was rejected too; it runs until it ends", "task", st.a.Name, "job", name, "error", ferr)
+		kept = fmt.Sprintf("Deleting job '%s' was rejected (%v), and so was failing it (%v); it is kept", name, err, ferr)
+	}
+	return st.record(ctx, func(p Progress) Progress { return p.withKept(part, kept) })
+}
+
+func (st *step) deletePVC(ctx context.Context) {
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		return st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Delete(ctx, PVCName(st.a.Name), metav1.DeleteOptions{})
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		st.r.log(ctx).Warnw("Deleting the PVC failed; going on", "task", st.a.Name, "pvc", PVCName(st.a.Name), "error", err)
+	}
+}
+
+func (st *step) releasePVC(ctx context.Context) {
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Patch(ctx, PVCName(st.a.Name), types.MergePatchType,
+			[]byte(`{"metadata":{"ownerReferences":null}}`), metav1.PatchOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		st.r.log(ctx).Warnw("Releasing the kept PVC from its task failed; deleting the task will delete it", "task", st.a.Name, "error", err)
+	} else {
+		st.r.log(ctx).Infow("Keeping the PVC (KEEP_FAILED_PVC)", "task", st.a.Name, "pvc", PVCName(st.a.Name))
+	}
+}
+
+func (st *step) deleteTask(ctx context.Context, act Action) error {
+	bg := metav1.DeletePropagationBackground
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		return st.r.Client.CoreV1().ConfigMaps(st.a.Namespace).Delete(ctx, st.a.Name, metav1.DeleteOptions{
+			PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &st.a.UID},
+		})
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	st.r.log(ctx).Infow("Deleted the task and all it owns", "task", st.a.Name, "reason", act.Reason)
+	return nil
+}
+
+// endPart records that the service ended a part, and why, then (for a job it
+// deletes) deletes it; the step is then decided again, and stops the task.
+func (st *step) endPart(ctx context.Context, part, reason string, deleteJob bool) (stepOutcome, error) {
+	next, err := st.record(ctx, func(p Progress) Progress { return p.withEnded(part, reason) })
+	if err != nil || next == conflicted || !deleteJob {
+		return next, err
+	}
+	if next, err := st.deleteJob(ctx, part, reason); err != nil || next != finished {
+		return next, err
+	}
+	return again, nil
+}
+
+// record changes the task's progress on a fresh read of the anchor (this step
+// may have written it already); the step is then decided again.
+func (st *step) record(ctx context.Context, change func(Progress) Progress) (stepOutcome, error) {
+	fresh, err := st.r.getAnchor(ctx, st.a.Namespace, st.a.Name)
+	if err != nil {
+		return finished, err
+	}
+	prog, _ := ParseProgress(fresh.Annotations[AnnotationProgress])
+	_, err = st.r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{
+		"annotations": map[string]string{AnnotationProgress: change(prog).String()},
+	})
+	switch {
+	case apierrors.IsConflict(err):
+		return conflicted, nil
+	case err != nil:
+		return finished, err
+	}
+	return again, nil
+}
+
+// patchAnchor merges metadata into the anchor, on the condition that it is
+// still at resourceVersion rv; it returns the new resourceVersion.
+func (r *Runner) patchAnchor(ctx context.Context, anchor *corev1.ConfigMap, rv string, meta map[string]any) (string, error) {
+	meta["resourceVersion"] = rv
+	patch, _ := json.Marshal(map[string]any{"metadata": meta})
+	var out *corev1.ConfigMap
+	err := r.call(ctx, func(ctx context.Context) (err error) {
+		out, err = r.Client.CoreV1().ConfigMaps(anchor.Namespace).Patch(ctx, anchor.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return out.ResourceVersion, nil
+}
+
+// recordOutputFileLogs stores the uploaded files on the outputs filer's job
+// (behaviour §1.7). Any error is a warning: the task completes without the
+// annotation.
+func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
+	r, ns := st.r, st.a.Namespace
+	warn := func(msg string, err error) {
+		r.log(ctx).Warnw(msg+"; the task completes without the output file logs", "task", st.a.Name, "job", job, "error", err)
+	}
+	spec := st.spec
+	if spec == nil {
+		var err error
+		if spec, err = anchorSpec(st.anchor); err != nil {
+			warn("Reading the task failed", err)
+			return
+		}
+	}
+	var pods *corev1.PodList
+	err := r.call(ctx, func(ctx context.Context) (err error) {
+		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
+		})
+		return err
+	})
+	if err != nil {
+		warn("Listing the outputs filer's pods failed", err)
+		return
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded && (pod == nil || p.CreationTimestamp.After(pod.CreationTimestamp.Time)) {
+			pod = p
+		}
+	}
+	if pod == nil {
+		warn("The outputs filer has no succeeded pod", errors.New("no pod"))
+		return
+	}
+	tail := int64(OutputLogTailLines)
+	var log []byte
+	err = r.call(ctx, func(ctx context.Context) (err error) {
+		log, err = r.Client.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
+		return err
+	})
+	if err != nil {
+		warn("Reading the outputs filer's log failed", err)
+		return
+	}
+	value, notes, err := OutputFileLogs(spec, string(log))
+	r.logNotes(ctx, st.a.Name, notes)
+	if err != nil {
+		warn("The outputs filer's log has no valid file list", err)
+		return
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationOutputFileLogs: value}}})
+	err = r.call(ctx, func(ctx context.Context) error {
+		_, err := r.Client.BatchV1().Jobs(ns).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		warn("Annotating the outputs filer's job failed", err)
+	}
+}

@@ -1,0 +1,441 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The layer that talks to the API server, on client-go's fake clientset with
+// errors injected at each write of a step: the exact requests made, and the
+// state written (behaviour §8).
+
+func TestClassify(t *testing.T) {
+	cases := append(slices.Clone(errorClasses),
+		errorClass{"400 Bad Request", apierrors.NewBadRequest("no"), Rejected},
+		errorClass{"401 Unauthorized", apierrors.NewUnauthorized("token expired"), Rejected},
+		errorClass{"403 exceeded quota", apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "x", errors.New("exceeded quota: q")), Rejected},
+		errorClass{"408 Request Timeout", apierrors.NewTimeoutError("slow", 1), Retry},
+		errorClass{"504 Gateway Timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "jobs"}, "patch", 1), Retry},
+		errorClass{"a wrapped 403", fmt.Errorf("patching: %w", errDenied), Rejected},
+		errorClass{"a wrapped dial error", fmt.Errorf("patching: %w", errDial), Retry},
+		errorClass{"no error", nil, Done},
+	)
+	for _, c := range cases {
+		if got := Classify(c.err); got != c.want {
+			t.Errorf("%s: Classify = %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// stuckTask is a task whose only executor's pod cannot pull its image, for
+// longer than the pod timeout: its step fails the job.
+func stuckTask() []runtime.Object {
+	prog := progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")
+	pod := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ImagePullBackOff", false)
+	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, AnnotationTTL, noTTL)), owned(running("ex-00")), pod}
+}
+
+func TestFailingAJob(t *testing.T) {
+	rejected := []string{
+		"get configmaps task-1234abcd",
+		"get jobs ex-00",
+		"list pods",
+		"patch configmaps task-1234abcd {progress,taskmaster-name}", // failing recorded first
+		"patch jobs ex-00 {failed,failed-at,spec.activeDeadlineSeconds}",
+		"get configmaps task-1234abcd",
+		"patch configmaps task-1234abcd {progress}", // ended by the service, before the delete
+		"delete jobs ex-00",
+		"get configmaps task-1234abcd",
+		"get jobs ex-00",
+		"list pods",
+		"patch configmaps task-1234abcd {ended,reason,state}",
+	}
+	for _, c := range errorClasses {
+		if c.want == Missing {
+			continue // a job gone under the patch: the task stops as for any job deleted (TestDecide)
+		}
+		t.Run(c.name, func(t *testing.T) {
+			api := newFakeAPI(t, stuckTask()...)
+			api.inject("patch", "jobs", ObjectName(testTask, "ex-00"), c.err, 0)
+			res, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-pod", Pods: true})
+			if c.want == Rejected {
+				// behaviour §1.12: only a rejection falls back to deleting
+				// the job, and the task stops.
+				if err != nil {
+					t.Fatalf("Reconcile: %v", err)
+				}
+				if got := api.requests(); !slices.Equal(got, rejected) {
+					t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(rejected, "\n"))
+				}
+				if api.job("ex-00") != nil {
+					t.Error("the job whose failing was rejected is not deleted")
+				}
+				a := api.anchor()
+				if a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], "was rejected") {
+					t.Errorf("final %q %q, want SYSTEM_ERROR saying the failing was rejected", a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+				}
+				return
+			}
+			// behaviour §8.2: any other error deletes nothing; the step
+			// answers an error that is tried again.
+			if err == nil || !IsTransient(err) {
+				t.Fatalf("Reconcile = %+v, %v; want an error to try again", res, err)
+			}
+			if n := api.count("delete", "jobs", ""); n != 0 {
+				t.Errorf("%d deletes of jobs after %v", n, c.err)
+			}
+			if api.job("ex-00") == nil {
+				t.Error("the job is gone")
+			}
+			if s := api.anchor().Annotations[AnnotationState]; s != "" {
+				t.Errorf("final state %s written", s)
+			}
+			if !api.progress().IsFailing("ex-00") {
+				t.Error("the job the step set out to fail is not recorded as failing")
+			}
+			// Transient errors are retried within the step (bounded); a
+			// conflict is answered at once, as the step must read again.
+			want := 3
+			if c.err == error(errConflict) {
+				want = 1
+			}
+			if n := api.count("patch", "jobs", ""); n != want {
+				t.Errorf("%d patches of the job, want %d", n, want)
+			}
+		})
+	}
+}
+
+// cancelledTask is a cancelled task with a PVC and a running executor.
+func cancelledTask() []runtime.Object {
+	prog := progressOf([]string{PartPVC, "ex-00"}, "ev-0", ago(time.Hour), PartPVC, "ex-00")
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: PVCName(testTask), Namespace: testNS}}
+	return []runtime.Object{anchorObject(taskWith(1), cancelled(anchorWith(&prog, AnnotationTTL, noTTL))), owned(running("ex-00")), pvc}
+}
+
+func TestCancelWhenDeletingIsRejected(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KEEP_FAILED_PVC=%v", keep), func(t *testing.T) {
+			api := newFakeAPI(t, cancelledTask()...)
+			api.inject("delete", "jobs", ObjectName(testTask, "ex-00"), errDenied, 0)
+			cfg := DefaultConfig()
+			cfg.KeepFailedPVC = keep
+			res, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			pvc := "delete persistentvolumeclaims pvc"
+			if keep {
+				pvc = "patch persistentvolumeclaims pvc {metadata.ownerReferences}"
+			}
+			want := []string{
+				"get configmaps task-1234abcd",
+				"get jobs ex-00",
+				"patch configmaps task-1234abcd {progress,taskmaster-name}", // ended by the cancel, before the delete
+				"delete jobs ex-00",
+				"patch jobs ex-00 {failed,failed-at,spec.activeDeadlineSeconds}", // failed instead, so that its pods stop
+				"get configmaps task-1234abcd",
+				"patch configmaps task-1234abcd {progress}", // kept: never deleted again
+				"get configmaps task-1234abcd",
+				"get jobs ex-00",
+				pvc,
+				"patch configmaps task-1234abcd {ended,reason,state}",
+			}
+			if got := api.requests(); !slices.Equal(got, want) {
+				t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			a := api.anchor()
+			if res.State != StateCanceled || a.Annotations[AnnotationState] != StateCanceled {
+				t.Errorf("state %s, written %q; want CANCELED", res.State, a.Annotations[AnnotationState])
+			}
+			if r := a.Annotations[AnnotationReason]; !strings.Contains(r, "Task cancelled\nDeleting job 'task-1234abcd-ex-00' was rejected") {
+				t.Errorf("reason %q, want the cancel and a line naming the kept job", r)
+			}
+			// A later event changes nothing.
+			before := len(api.Actions())
+			if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-later"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := api.count("delete", "jobs", ""); n != 1 {
+				t.Errorf("%d deletes of the job, want 1", n)
+			}
+			if got := len(api.Actions()) - before; got != 1 {
+				t.Errorf("%d requests for an ended task's event, want 1 (its anchor)", got)
+			}
+		})
+	}
+	for _, c := range errorClasses {
+		if c.want != Retry {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			api := newFakeAPI(t, cancelledTask()...)
+			api.inject("delete", "jobs", "", c.err, 0)
+			_, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
+			if err == nil || !IsTransient(err) {
+				t.Fatalf("Reconcile: %v; want an error to try again", err)
+			}
+			if s := api.anchor().Annotations[AnnotationState]; s != "" {
+				t.Errorf("final state %s written while the delete may still pass", s)
+			}
+			if n := api.count("patch", "jobs", ""); n != 0 {
+				t.Errorf("the job was failed after %v", c.err)
+			}
+			if _, kept := api.progress().KeptReason("ex-00"); kept {
+				t.Error("the job is recorded as kept")
+			}
+		})
+	}
+}
+
+// unschedulableTask is a task whose executor's pod has not been scheduled
+// for two hours, and never ran.
+func unschedulableTask() []runtime.Object {
+	prog := progressOf([]string{"ex-00"}, "ev-0", ago(2*time.Hour), "ex-00")
+	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, AnnotationTTL, noTTL)), owned(running("ex-00")), unschedulablePod("ex-00", ago(2*time.Hour))}
+}
+
+func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxQueue = time.Hour
+	t.Run("the job is failed and kept instead, and the task stops", func(t *testing.T) {
+		api := newFakeAPI(t, unschedulableTask()...)
+		api.inject("delete", "jobs", "", errDenied, 0)
+		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev", Pods: true}); err != nil {
+			t.Fatal(err)
+		}
+		j := api.job("ex-00")
+		if j == nil || j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds != 1 {
+			t.Fatalf("job %+v, want it kept with activeDeadlineSeconds 1", j)
+		}
+		a := api.anchor()
+		lines := strings.Split(a.Annotations[AnnotationReason], "\n")
+		if a.Annotations[AnnotationState] != StateSystemError || len(lines) != 2 ||
+			!strings.Contains(lines[0], "wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu.") || !strings.Contains(lines[1], "it is kept") {
+			t.Errorf("final %q %q, want SYSTEM_ERROR with the scheduler's message and the kept job", a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+		}
+		if n := api.count("delete", "jobs", ""); n != 1 {
+			t.Errorf("%d deletes, want 1", n)
+		}
+	})
+	t.Run("failing it rejected too: the task stops all the same, saying both", func(t *testing.T) {
+		api := newFakeAPI(t, unschedulableTask()...)
+		api.inject("delete", "jobs", "", errDenied, 0)
+		api.inject("patch", "jobs", "", errDenied, 0)
+		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev", Pods: true}); err != nil {
+			t.Fatal(err)
+		}
+		a := api.anchor()
+		if a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], "and so was failing it") {
+			t.Errorf("final %q %q", a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+		}
+	})
+}
+
+// input is a task JSON with an input, so that it has a PVC.
+func input(t *testing.T) json.RawMessage {
+	raw, err := json.Marshal(taskWith(1, withInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestRejectedVolumeClaim(t *testing.T) {
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, PVCName(testTask),
+		errors.New("exceeded quota: storage, requested: requests.storage=2Gi, used: requests.storage=9Gi, limited: requests.storage=10Gi"))
+	class := apierrors.NewInvalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, PVCName(testTask),
+		field.ErrorList{field.Invalid(field.NewPath("spec", "storageClassName"), "Fast_SSD", "a lowercase RFC 1123 subdomain must consist of ...")})
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a quota", quota, "exceeded quota: storage"},
+		{"an invalid STORAGE_CLASS_NAME", class, `spec.storageClassName: Invalid value: "Fast_SSD"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api := newFakeAPI(t)
+			api.inject("create", "persistentvolumeclaims", "", c.err, 0)
+			res, err := testRunner(api, DefaultConfig()).Submit(testCtx(t), testNS, testTask, input(t), "ev-1")
+			if err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			a := api.anchor()
+			if res.State != StateSystemError || a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], c.want) {
+				t.Errorf("state %s, final %q %q; want SYSTEM_ERROR with the API server's message", res.State, a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+			}
+			if n := api.count("create", "persistentvolumeclaims", ""); n != 1 {
+				t.Errorf("%d creates of the claim, want 1", n)
+			}
+			if n := api.count("create", "jobs", ""); n != 0 {
+				t.Errorf("%d jobs created", n)
+			}
+			// A redelivery of the submission creates nothing more.
+			if _, err := testRunner(api, DefaultConfig()).Submit(testCtx(t), testNS, testTask, input(t), "ev-1"); err != nil {
+				t.Fatal(err)
+			}
+			if n := api.count("create", "persistentvolumeclaims", ""); n != 1 {
+				t.Errorf("%d creates of the claim after a redelivery, want 1", n)
+			}
+		})
+	}
+}
+
+// TestCreateFailsAfterTheRecord: the step recorded the job, then its create
+// failed; the redelivery of the same event creates it, exactly once. Once
+// someone deletes it, no event creates it again.
+func TestCreateFailsAfterTheRecord(t *testing.T) {
+	raw, _ := json.Marshal(taskWith(1))
+	for _, applied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the create took effect: %v", applied), func(t *testing.T) {
+			api := newFakeAPI(t)
+			ft := api.inject("create", "jobs", "", errInternal, 3)
+			ft.applied = applied
+			r := testRunner(api, DefaultConfig())
+			ctx := testCtx(t)
+			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err == nil {
+				t.Fatal("Submit succeeded with every create failing")
+			}
+			if !api.progress().IsStarted("ex-00") {
+				t.Fatal("the job was not recorded before its create")
+			}
+			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+				t.Fatalf("the redelivery: %v", err)
+			}
+			if api.job("ex-00") == nil {
+				t.Fatal("the redelivery did not create the job")
+			}
+			// Another event (not the one that recorded it) never creates
+			// it: once it is deleted, the task stops.
+			if err := api.BatchV1().Jobs(testNS).Delete(ctx, ObjectName(testTask, "ex-00"), metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", GoneJob: ObjectName(testTask, "ex-00")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State != StateSystemError {
+				t.Errorf("state %s after the job was deleted, want SYSTEM_ERROR", res.State)
+			}
+			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+				t.Fatal(err)
+			}
+			if api.job("ex-00") != nil {
+				t.Error("a deleted job was created again")
+			}
+			// Three failed attempts in the first delivery; the redelivery
+			// creates the job, unless a failed attempt took effect (then
+			// the redelivery finds it running).
+			want := 4
+			if applied {
+				want = 3
+			}
+			if n := api.count("create", "jobs", ""); n != want {
+				t.Errorf("%d creates of the job, want %d", n, want)
+			}
+		})
+	}
+}
+
+// TestConflictsBackOff: a step whose anchor changed under it decides again
+// after a growing, jittered wait, not back to back (behaviour §8.1).
+func TestConflictsBackOff(t *testing.T) {
+	raw, _ := json.Marshal(taskWith(1))
+	api := newFakeAPI(t)
+	api.inject("patch", "configmaps", "", apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, testTask, errors.New("modified")), 3)
+	r := testRunner(api, DefaultConfig())
+	var waits []time.Duration
+	r.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+	if _, err := r.Submit(testCtx(t), testNS, testTask, raw, "ev-1"); err != nil {
+		t.Fatal(err)
+	}
+	if api.job("ex-00") == nil {
+		t.Error("the job was not created once the conflicts passed")
+	}
+	if len(waits) != 3 {
+		t.Fatalf("waits %v, want 3", waits)
+	}
+	for i, d := range waits {
+		base := r.Backoff.Duration << i
+		if base > r.Backoff.Cap {
+			base = r.Backoff.Cap
+		}
+		if d < base || float64(d) > float64(base)*(1+r.Backoff.Jitter) {
+			t.Errorf("wait %d is %v, want from %v to %v", i, d, base, time.Duration(float64(base)*(1+r.Backoff.Jitter)))
+		}
+	}
+	t.Run("bounded", func(t *testing.T) {
+		api := newFakeAPI(t)
+		api.inject("patch", "configmaps", "", apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, testTask, errors.New("modified")), 0)
+		r := testRunner(api, DefaultConfig())
+		r.Sleep = func(context.Context, time.Duration) error { return nil }
+		if _, err := r.Submit(testCtx(t), testNS, testTask, raw, "ev-1"); err == nil {
+			t.Fatal("a step whose anchor always changes succeeded")
+		}
+		if n := api.count("patch", "configmaps", ""); n != maxAttempts {
+			t.Errorf("%d attempts, want %d", n, maxAttempts)
+		}
+	})
+}
+
+func TestTasksThatCanNeverRun(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TaskTTL = ptr(time.Hour)
+	ctx := testCtx(t)
+	check := func(t *testing.T, api *fakeAPI, err error, reason string) {
+		t.Helper()
+		var bad *BadInputError
+		if !errors.As(err, &bad) {
+			t.Errorf("error %v, want bad input (400)", err)
+		}
+		a := api.anchor()
+		if a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], reason) || a.Annotations[AnnotationTTL] != "3600" {
+			t.Errorf("anchor %v, want SYSTEM_ERROR saying %q, with its TTL", a.Annotations, reason)
+		}
+		if n := api.count("create", "jobs", "") + api.count("create", "persistentvolumeclaims", ""); n != 0 {
+			t.Errorf("%d objects created", n)
+		}
+	}
+	t.Run("behaviour §8.5: the event's input", func(t *testing.T) {
+		api := newFakeAPI(t)
+		_, err := testRunner(api, cfg).Submit(ctx, testNS, testTask, json.RawMessage(`{"executors":[]}`), "ev-1")
+		check(t, api, err, "invalid task")
+	})
+	t.Run("behaviour §8.5: the TESK API's ConfigMap", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: anchorWith(nil), BinaryData: map[string][]byte{"JSON_INPUT.gz": []byte("not gzip")}}
+		api := newFakeAPI(t, cm)
+		_, err := testRunner(api, cfg).Submit(ctx, testNS, testTask, nil, "ev-1")
+		check(t, api, err, "is not gzip")
+	})
+	t.Run("behaviour §8.5: unknown fields are a warning, and the task runs", func(t *testing.T) {
+		api := newFakeAPI(t)
+		raw := json.RawMessage(`{"executors":[` + string(must(json.Marshal(executorSpec(0, "alpine")))) + `],"newer_field":{"x":1}}`)
+		if _, err := testRunner(api, cfg).Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+			t.Fatal(err)
+		}
+		if api.job("ex-00") == nil {
+			t.Error("a task with an unknown field did not run")
+		}
+	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
