@@ -160,6 +160,10 @@ func OptionsFromEnv() (Options, error) {
 	o.AWS.Profile = os.Getenv("AWS_PROFILE")
 	o.HostBasePath = os.Getenv("HOST_BASE_PATH")
 	o.ContainerBasePath = os.Getenv("CONTAINER_BASE_PATH")
+	if o.ContainerBasePath == "" {
+		// As the handler: the transfer volume is mounted at the host's path.
+		o.ContainerBasePath = o.HostBasePath
+	}
 	return o, nil
 }
 

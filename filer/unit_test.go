@@ -147,6 +147,12 @@ func TestOptionsFromEnv(t *testing.T) {
 		o.HostBasePath != "/host" || o.ContainerBasePath != "/transfer" || o.TaskDir != "/elsewhere" {
 		t.Errorf("options: %+v", o)
 	}
+	// Without CONTAINER_BASE_PATH, the transfer volume is where the handler
+	// mounts it: at HOST_BASE_PATH (behaviour §8.7).
+	t.Setenv("CONTAINER_BASE_PATH", "")
+	if o, err := OptionsFromEnv(); err != nil || o.ContainerBasePath != "/host" {
+		t.Errorf("CONTAINER_BASE_PATH unset: %q, %v; want HOST_BASE_PATH", o.ContainerBasePath, err)
+	}
 	t.Setenv("TESK_TASK_DIR", "")
 	if d := (Options{}).withDefaults(); d.TaskDir != "/tesk/task" || d.Parallelism != DefaultParallelism || d.Logger == nil {
 		t.Errorf("defaults: %+v", d)

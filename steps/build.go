@@ -159,7 +159,7 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 			Secret: &corev1.SecretVolumeSource{SecretName: cfg.NetrcSecretName},
 		}})
 	}
-	if cfg.TransferPVCName != "" && cfg.ContainerBasePath != "" {
+	if cfg.TransferPVCName != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: transferVolume, MountPath: cfg.ContainerBasePath})
 		volumes = append(volumes, corev1.Volume{Name: transferVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.TransferPVCName},

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
 // Defaults of the options.
@@ -196,13 +200,56 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	cfg.FTPSecretName = get("TESK_FTP_SECRET_NAME")
 	cfg.FTPHosts = get("TESK_FTP_HOSTS")
 	cfg.NetrcSecretName = get("NETRC_SECRET_NAME")
-	cfg.HostBasePath = get("HOST_BASE_PATH")
-	cfg.ContainerBasePath = get("CONTAINER_BASE_PATH")
-	cfg.TransferPVCName = get("TRANSFER_PVC_NAME")
+	cfg.HostBasePath, cfg.ContainerBasePath, cfg.TransferPVCName = get("HOST_BASE_PATH"), get("CONTAINER_BASE_PATH"), get("TRANSFER_PVC_NAME")
+	for _, i := range fileTransfer(&cfg) {
+		bad("error", i.Name, "%s", i.Msg)
+	}
 	if cfg.FTPSecretName == "" && (cfg.FTPUsername != "" || cfg.FTPPassword != "") {
 		bad("warn", "TESK_FTP_USERNAME", "FTP credentials are passed to the filer as values in its job; set TESK_FTP_SECRET_NAME to reference a secret instead")
 	}
 	return cfg, issues
+}
+
+// fileTransfer checks the settings of file:// transfers (behaviour §3.9,
+// §8.7): CONTAINER_BASE_PATH defaults to HOST_BASE_PATH, as in the filer; a
+// combination that cannot work is reported and turned off, so that no task
+// gets a filer that fails on it.
+func fileTransfer(cfg *Config) []ConfigIssue {
+	var issues []ConfigIssue
+	off := func(name, format string, a ...any) {
+		issues = append(issues, ConfigIssue{Level: "error", Name: name, Msg: fmt.Sprintf(format, a...) + "; file:// transfers are off"})
+		cfg.HostBasePath, cfg.ContainerBasePath, cfg.TransferPVCName = "", "", ""
+	}
+	if cfg.ContainerBasePath == "" {
+		cfg.ContainerBasePath = cfg.HostBasePath
+	}
+	switch {
+	case cfg.HostBasePath == "" && cfg.ContainerBasePath == "" && cfg.TransferPVCName == "":
+	case cfg.HostBasePath == "":
+		off("HOST_BASE_PATH", "is unset, but CONTAINER_BASE_PATH or TRANSFER_PVC_NAME is set: file:// URLs name paths below it")
+	case !cleanAbs(cfg.HostBasePath):
+		off("HOST_BASE_PATH", "%q is not a clean absolute path", cfg.HostBasePath)
+	case !cleanAbs(cfg.ContainerBasePath) || cfg.ContainerBasePath == "/":
+		off("CONTAINER_BASE_PATH", "%q is not a clean absolute path below /", cfg.ContainerBasePath)
+	case reservedMount(cfg.ContainerBasePath):
+		off("CONTAINER_BASE_PATH", "%q is where the filer mounts the task's own volumes", cfg.ContainerBasePath)
+	case cfg.TransferPVCName != "" && len(validation.IsDNS1123Subdomain(cfg.TransferPVCName)) > 0:
+		off("TRANSFER_PVC_NAME", "%q is not a valid PVC name", cfg.TransferPVCName)
+	}
+	return issues
+}
+
+func cleanAbs(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
+
+// reservedMount reports whether a path is, holds or is below one of the
+// filer's own mounts.
+func reservedMount(p string) bool {
+	for _, m := range []string{taskspec.FilerTaskDir, jsonMountPath, awsMountPath, netrcMountPath} {
+		if p == m || strings.HasPrefix(m, p+"/") || strings.HasPrefix(p, m+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ParsePodTimeout reads --pod-timeout / POD_TIMEOUT: seconds, more than 0.

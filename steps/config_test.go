@@ -385,6 +385,57 @@ func TestLoadEnv(t *testing.T) {
 				}
 			},
 		},
+		// behaviour §8.7: file:// transfers.
+		{
+			name: "HOST_BASE_PATH and TRANSFER_PVC_NAME without CONTAINER_BASE_PATH: the volume is mounted at HOST_BASE_PATH, as the filer expects",
+			env:  map[string]string{"HOST_BASE_PATH": "/mnt/data", "TRANSFER_PVC_NAME": "transfer-pvc"},
+			check: func(t *testing.T, c Config) {
+				if c.HostBasePath != "/mnt/data" || c.ContainerBasePath != "/mnt/data" || c.TransferPVCName != "transfer-pvc" {
+					t.Errorf("host %q container %q pvc %q", c.HostBasePath, c.ContainerBasePath, c.TransferPVCName)
+				}
+				ps := BuildFilerJob(testAnchor, PartInputsFiler, c).Spec.Template.Spec
+				if !hasMount(ps.Containers[0], "transfer", "/mnt/data", false) {
+					t.Errorf("mounts %+v", ps.Containers[0].VolumeMounts)
+				}
+				env := map[string]string{}
+				for _, e := range ps.Containers[0].Env {
+					env[e.Name] = e.Value
+				}
+				if env["HOST_BASE_PATH"] != "/mnt/data" || env["CONTAINER_BASE_PATH"] != "/mnt/data" {
+					t.Errorf("filer env %v", env)
+				}
+			},
+		},
+		{
+			name:   "CONTAINER_BASE_PATH or TRANSFER_PVC_NAME without HOST_BASE_PATH cannot work: an error, and file:// transfers are off",
+			env:    map[string]string{"CONTAINER_BASE_PATH": "/transfer", "TRANSFER_PVC_NAME": "transfer-pvc"},
+			issues: []string{"error HOST_BASE_PATH"},
+			check:  wantNoFileTransfer,
+		},
+		{
+			name:   "a relative HOST_BASE_PATH",
+			env:    map[string]string{"HOST_BASE_PATH": "mnt/data"},
+			issues: []string{"error HOST_BASE_PATH"},
+			check:  wantNoFileTransfer,
+		},
+		{
+			name:   "CONTAINER_BASE_PATH at /",
+			env:    map[string]string{"HOST_BASE_PATH": "/mnt", "CONTAINER_BASE_PATH": "/"},
+			issues: []string{"error CONTAINER_BASE_PATH"},
+			check:  wantNoFileTransfer,
+		},
+		{
+			name:   "CONTAINER_BASE_PATH on the filer's own mounts",
+			env:    map[string]string{"HOST_BASE_PATH": "/tesk", "TRANSFER_PVC_NAME": "t"},
+			issues: []string{"error CONTAINER_BASE_PATH"},
+			check:  wantNoFileTransfer,
+		},
+		{
+			name:   "an invalid TRANSFER_PVC_NAME",
+			env:    map[string]string{"HOST_BASE_PATH": "/mnt", "TRANSFER_PVC_NAME": "Transfer_PVC"},
+			issues: []string{"error TRANSFER_PVC_NAME"},
+			check:  wantNoFileTransfer,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -478,5 +529,12 @@ func wantBool(t *testing.T, name string, got, want bool) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s = %v, want %v", name, got, want)
+	}
+}
+
+func wantNoFileTransfer(t *testing.T, c Config) {
+	t.Helper()
+	if c.HostBasePath != "" || c.ContainerBasePath != "" || c.TransferPVCName != "" {
+		t.Errorf("host %q container %q pvc %q, want file:// transfers off", c.HostBasePath, c.ContainerBasePath, c.TransferPVCName)
 	}
 }
