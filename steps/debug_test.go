@@ -81,7 +81,7 @@ func TestRedactURLs(t *testing.T) {
 	for in, want := range map[string]string{
 		"curl 'https://u:p@h.org/a?sig=1' -o x":       "curl 'https://h.org/a' -o x",
 		"s3://bucket/key?versionId=3 and ftp://a@b/c": "s3://bucket/key and ftp://b/c",
-		"no url here":                                 "no url here",
+		"no url here": "no url here",
 	} {
 		if got := taskspec.RedactURLs(in); got != want {
 			t.Errorf("RedactURLs(%q) = %q, want %q", in, got, want)
