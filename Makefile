@@ -15,20 +15,24 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
 
 # The whole suite: unit tests, filer tests against real servers, the local
-# control plane's own tests, the end-to-end tests and the manifest checks.
-# It builds (or reuses from the cache) everything it needs first.
+# control plane's own tests, the end-to-end tests and the manifest checks
+# (the tests that need a cluster or servers carry the build tag e2e). It
+# builds (or reuses from the cache) everything it needs first.
 test: cluster-bins filer-deps vet
-	$(GO) test -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
-# Only the pure logic and decoders: no cluster, no servers.
+# Only the unit tests (plain go test ./...): the pure logic, the decoders and
+# the layer that talks to the API server on a fake clientset; nothing built,
+# no servers.
 test-unit:
-	$(GO) test -count=1 ./taskspec/... ./steps/... ./events/... ./server/...
+	$(GO) test -count=1 ./...
 
 # Only the end-to-end tests of the task flow and timers.
 e2e: cluster-bins
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
+	$(GO) test -tags e2e -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
 
 # The handler on :8080 with the Role of config/knative, fed by the
 # ApiServerSource adapter, on the local cluster (started if it is not up), in
@@ -72,7 +76,7 @@ cluster-status:
 
 # The control plane's own tests (pod fates, logs, adapter, CRDs, start/stop).
 test-cluster: cluster-bins
-	$(GO) test -count=1 -timeout 20m ./test/cluster/...
+	$(GO) test -tags e2e -count=1 -timeout 20m ./test/cluster/...
 
 # Knative packaging: the manifests of config/knative, the images, the
 # deployment, and a kind cluster with Knative for users who have Docker.
@@ -87,7 +91,7 @@ KIND_CLUSTER ?= tesk
 # the Knative CRDs and webhook checks, broken copies rejected, and the
 # manifests held to the code (RBAC, variables, event types).
 validate-manifests: cluster-bins
-	$(GO) test -count=1 -timeout 10m ./test/manifests/...
+	$(GO) test -tags e2e -count=1 -timeout 10m ./test/manifests/...
 
 # The handler's and the filer's images (Dockerfile targets handler and
 # filer): with ko if KO_DOCKER_REPO is set and ko is installed (built and
@@ -126,10 +130,10 @@ filer-deps:
 # The filer against real servers on loopback (versitygw for S3, vsftpd for
 # FTP, net/http), with the taskspec helpers it relies on.
 test-filer: filer-deps
-	$(GO) test -count=1 -timeout 15m ./taskspec/... ./filer/... ./cmd/filer/...
+	$(GO) test -tags e2e -count=1 -timeout 15m ./taskspec/... ./filer/... ./cmd/filer/...
 
 # One 1 GiB file and 1,000 small files each way through S3 and HTTP on
 # loopback: MB/s, files/s and peak RSS of the filer next to curl's (a few
 # minutes; FILER_BENCH_REPS runs each, default 3).
 bench-filer: filer-deps
-	$(GO) test -count=1 -run '^$$' -bench BenchmarkFiler -benchtime 1x -timeout 30m ./filer/
+	$(GO) test -tags e2e -count=1 -run '^$$' -bench BenchmarkFiler -benchtime 1x -timeout 30m ./filer/

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e runs tasks end to end on a real local control plane (etcd,
 // kube-apiserver, the Job controller, the scheduler, kwok playing nodes and
 // pods), with the handler fed by the real Knative ApiServerSource adapter.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package manifests checks the Knative manifests of config/knative against a
 // real API server: the local control plane of test/cluster, with the CRDs of
 // knative.dev/serving and knative.dev/eventing installed and the checks of

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package readme runs the README's curl examples against the handler as
 // `make dev` runs it, so that they cannot rot.
 package readme
