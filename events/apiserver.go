@@ -6,11 +6,10 @@ import (
 	"strings"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
 // ApiServerSource event types: resource mode carries the object, ref mode a
@@ -88,17 +87,17 @@ func classifyAPIServer(ev *cloudevents.Event, namespace string) (Step, error) {
 }
 
 func classifyJob(ev *cloudevents.Event, r ref, verb string, resource bool, namespace string) (Step, error) {
-	task, _, ok := steps.SplitJobName(r.Name)
+	task, _, ok := taskmeta.SplitJobName(r.Name)
 	step := Step{Kind: KindReconcile, Namespace: namespace, Job: r.Name, Deleted: verb == "delete"}
 	if resource {
 		var job batchv1.Job
 		if err := json.Unmarshal(ev.Data(), &job); err != nil {
 			return Step{}, bad("%s: data is not a Job: %v", ev.Type(), err)
 		}
-		if l := job.Labels[steps.LabelTask]; l != "" {
+		if l := job.Labels[taskmeta.LabelTask]; l != "" {
 			task, ok = l, true
 		}
-		if verb != "delete" && steps.StatusOf(&job) == steps.JobRunning && job.DeletionTimestamp == nil {
+		if verb != "delete" && taskmeta.StatusOf(&job) == taskmeta.JobRunning && job.DeletionTimestamp == nil {
 			return ignore("job %s is still running", r.Name), nil
 		}
 	}
@@ -110,10 +109,10 @@ func classifyJob(ev *cloudevents.Event, r ref, verb string, resource bool, names
 }
 
 func classifyPod(ev *cloudevents.Event, r ref, verb string, resource bool, namespace string) (Step, error) {
-	job, ok := steps.JobOfPodName(r.Name)
+	job, ok := taskmeta.JobOfPodName(r.Name)
 	var task string
 	if ok {
-		task, _, ok = steps.SplitJobName(job)
+		task, _, ok = taskmeta.SplitJobName(job)
 	}
 	step := Step{Kind: KindPods, Namespace: namespace, Pod: r.Name}
 	if resource {
@@ -121,7 +120,7 @@ func classifyPod(ev *cloudevents.Event, r ref, verb string, resource bool, names
 		if err := json.Unmarshal(ev.Data(), &pod); err != nil {
 			return Step{}, bad("%s: data is not a Pod: %v", ev.Type(), err)
 		}
-		if l := pod.Labels[steps.LabelTask]; l != "" {
+		if l := pod.Labels[taskmeta.LabelTask]; l != "" {
 			task, ok = l, true
 		}
 		if j := pod.Labels[batchv1.JobNameLabel]; j != "" {
@@ -130,7 +129,7 @@ func classifyPod(ev *cloudevents.Event, r ref, verb string, resource bool, names
 		if verb == "delete" {
 			return ignore("pod %s was deleted", r.Name), nil
 		}
-		reason, message, stuck := steps.StuckReason(&pod)
+		reason, message, stuck := taskmeta.StuckReason(&pod)
 		if !stuck {
 			return ignore("pod %s is not stuck", r.Name), nil
 		}
@@ -157,10 +156,10 @@ func classifyAnchor(ev *cloudevents.Event, r ref, verb string, resource bool, na
 	if err := json.Unmarshal(ev.Data(), &cm); err != nil {
 		return Step{}, bad("%s: data is not a ConfigMap: %v", ev.Type(), err)
 	}
-	if cm.Labels[steps.LabelTask] != cm.Name {
+	if cm.Labels[taskmeta.LabelTask] != cm.Name {
 		return ignore("ConfigMap %s is not a task's anchor", r.Name), nil
 	}
-	if cm.Labels[steps.LabelStatus] == steps.StatusCancelled && cm.Annotations[steps.AnnotationState] == "" {
+	if cm.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled && cm.Annotations[taskmeta.AnnotationState] == "" {
 		return Step{Kind: KindCancel, Task: cm.Name, Namespace: namespace}, nil
 	}
 	return ignore("ConfigMap %s asks for nothing", r.Name), nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
 // The cases check DESIGN.md §3 (the event contract) and the list of
@@ -173,7 +174,7 @@ func apiServerEvent(t *testing.T, verb string, ref bool, obj interface {
 func taskJob(name string, conds ...batchv1.JobConditionType) *batchv1.Job {
 	j := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{steps.LabelTask: "task-1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{taskmeta.LabelTask: "task-1"}},
 	}
 	for _, c := range conds {
 		j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: c, Status: corev1.ConditionTrue})
@@ -185,7 +186,7 @@ func taskPod(name, job string, status corev1.PodStatus) *corev1.Pod {
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-			steps.LabelTask: "task-1", batchv1.JobNameLabel: job, "job-name": job,
+			taskmeta.LabelTask: "task-1", batchv1.JobNameLabel: job, "job-name": job,
 		}},
 		Status: status,
 	}
@@ -281,15 +282,15 @@ func TestClassifyAPIServer(t *testing.T) {
 
 		// The anchor.
 		{"the anchor labelled task-status: Cancelled: cancel the task", apiServerEvent(t, "update", false, anchor(
-			map[string]string{steps.LabelTask: "task-1", steps.LabelStatus: steps.StatusCancelled}, nil)),
+			map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelStatus: taskmeta.StatusCancelled}, nil)),
 			Step{Kind: KindCancel, Task: "task-1", Namespace: ns}},
 		{"a cancelled anchor of a task that ended: ignored", apiServerEvent(t, "update", false, anchor(
-			map[string]string{steps.LabelTask: "task-1", steps.LabelStatus: steps.StatusCancelled}, map[string]string{steps.AnnotationState: steps.StateComplete})), ignored},
-		{"an anchor without the label: ignored", apiServerEvent(t, "update", false, anchor(map[string]string{steps.LabelTask: "task-1"}, nil)), ignored},
+			map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelStatus: taskmeta.StatusCancelled}, map[string]string{taskmeta.AnnotationState: steps.StateComplete})), ignored},
+		{"an anchor without the label: ignored", apiServerEvent(t, "update", false, anchor(map[string]string{taskmeta.LabelTask: "task-1"}, nil)), ignored},
 		{"a ConfigMap that is not a task's anchor: ignored", apiServerEvent(t, "update", false, anchor(
-			map[string]string{steps.LabelTask: "task-2", steps.LabelStatus: steps.StatusCancelled}, nil)), ignored},
+			map[string]string{taskmeta.LabelTask: "task-2", taskmeta.LabelStatus: taskmeta.StatusCancelled}, nil)), ignored},
 		{"an anchor deleted: ignored", apiServerEvent(t, "delete", false, anchor(
-			map[string]string{steps.LabelTask: "task-1", steps.LabelStatus: steps.StatusCancelled}, nil)), ignored},
+			map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelStatus: taskmeta.StatusCancelled}, nil)), ignored},
 		{"ref mode: an anchor changed: look at its task", apiServerEvent(t, "update", true, anchor(nil, nil)),
 			Step{Kind: KindReconcile, Task: "task-1", Namespace: ns}},
 

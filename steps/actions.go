@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -47,11 +48,11 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 	st := &step{r: r, anchor: anchor, a: Anchor{Name: anchor.Name, Namespace: anchor.Namespace, UID: anchor.UID}, spec: obs.Spec}
 	rv := anchor.ResourceVersion
 	if plan.Progress != nil {
-		ann := map[string]string{AnnotationProgress: plan.Progress.String()}
+		ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
 		plan.addTTL(ann)
 		var err error
 		rv, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
-			"labels":      map[string]string{LabelTask: anchor.Name},
+			"labels":      map[string]string{taskmeta.LabelTask: anchor.Name},
 			"annotations": ann,
 		})
 		if apierrors.IsConflict(err) {
@@ -85,9 +86,9 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 // finalAnnotations are the anchor's annotations of a task that ended.
 func finalAnnotations(f *Final, now time.Time) map[string]string {
 	return map[string]string{
-		AnnotationState:  f.State,
-		AnnotationEnded:  now.UTC().Format(time.RFC3339),
-		AnnotationReason: f.Reason,
+		taskmeta.AnnotationState:  f.State,
+		taskmeta.AnnotationEnded:  now.UTC().Format(time.RFC3339),
+		taskmeta.AnnotationReason: f.Reason,
 	}
 }
 
@@ -109,7 +110,7 @@ func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
 		st.releasePVC(ctx)
 		return finished, nil
 	case RecordOutputFileLogs:
-		st.recordOutputFileLogs(ctx, ObjectName(st.a.Name, act.Part))
+		st.recordOutputFileLogs(ctx, taskmeta.ObjectName(st.a.Name, act.Part))
 		return finished, nil
 	case DeleteTask:
 		return finished, st.deleteTask(ctx, act)
@@ -154,7 +155,7 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		return next, err
 	}
 	var job *batchv1.Job
-	if i, ok := ExecutorIndex(act.Part); ok {
+	if i, ok := taskmeta.ExecutorIndex(act.Part); ok {
 		if i >= len(spec.Executors) {
 			return st.endPart(ctx, act.Part, fmt.Sprintf("The task's progress names executor %d, but the task has %d", i, len(spec.Executors)), false)
 		}
@@ -227,7 +228,7 @@ func (st *step) created(ctx context.Context, act Action, err error) (stepOutcome
 // checkOurs: a job that already exists is done if the task owns it; a job of
 // the same name that it does not own stops the task.
 func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) {
-	job, err := st.r.getJob(ctx, st.a.Namespace, ObjectName(st.a.Name, act.Part))
+	job, err := st.r.getJob(ctx, st.a.Namespace, taskmeta.ObjectName(st.a.Name, act.Part))
 	switch {
 	case err != nil:
 		return finished, err
@@ -244,7 +245,7 @@ func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) 
 // to deleting it; after any other error nothing is deleted and the step is
 // tried again (behaviour §8.2).
 func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
-	name := ObjectName(st.a.Name, act.Part)
+	name := taskmeta.ObjectName(st.a.Name, act.Part)
 	err := st.patchFailed(ctx, name, act.Reason)
 	switch Classify(err) {
 	case Done:
@@ -263,7 +264,7 @@ func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
 func (st *step) patchFailed(ctx context.Context, name, reason string) error {
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{
-			AnnotationFailed: reason, AnnotationFailedAt: st.r.now().UTC().Format(time.RFC3339),
+			taskmeta.AnnotationFailed: reason, taskmeta.AnnotationFailedAt: st.r.now().UTC().Format(time.RFC3339),
 		}},
 		"spec": map[string]any{"activeDeadlineSeconds": 1},
 	})
@@ -280,7 +281,7 @@ func (st *step) patchFailed(ctx context.Context, name, reason string) error {
 // again; the task stops all the same (behaviour §8.3, §8.4). Other errors are
 // tried again.
 func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, error) {
-	name := ObjectName(st.a.Name, part)
+	name := taskmeta.ObjectName(st.a.Name, part)
 	fg := metav1.DeletePropagationForeground
 	err := st.r.call(ctx, func(ctx context.Context) error {
 		return st.r.Client.BatchV1().Jobs(st.a.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
@@ -307,23 +308,23 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 
 func (st *step) deletePVC(ctx context.Context) {
 	err := st.r.call(ctx, func(ctx context.Context) error {
-		return st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Delete(ctx, PVCName(st.a.Name), metav1.DeleteOptions{})
+		return st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Delete(ctx, taskmeta.PVCName(st.a.Name), metav1.DeleteOptions{})
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		st.r.log(ctx).Warnw("Deleting the PVC failed; going on", "task", st.a.Name, "pvc", PVCName(st.a.Name), "error", err)
+		st.r.log(ctx).Warnw("Deleting the PVC failed; going on", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name), "error", err)
 	}
 }
 
 func (st *step) releasePVC(ctx context.Context) {
 	err := st.r.call(ctx, func(ctx context.Context) error {
-		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Patch(ctx, PVCName(st.a.Name), types.MergePatchType,
+		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Patch(ctx, taskmeta.PVCName(st.a.Name), types.MergePatchType,
 			[]byte(`{"metadata":{"ownerReferences":null}}`), metav1.PatchOptions{})
 		return err
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		st.r.log(ctx).Warnw("Releasing the kept PVC from its task failed; deleting the task will delete it", "task", st.a.Name, "error", err)
 	} else {
-		st.r.log(ctx).Infow("Keeping the PVC (KEEP_FAILED_PVC)", "task", st.a.Name, "pvc", PVCName(st.a.Name))
+		st.r.log(ctx).Infow("Keeping the PVC (KEEP_FAILED_PVC)", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name))
 	}
 }
 
@@ -361,9 +362,9 @@ func (st *step) record(ctx context.Context, change func(Progress) Progress) (ste
 	if err != nil {
 		return finished, err
 	}
-	prog, _ := ParseProgress(fresh.Annotations[AnnotationProgress])
+	prog, _ := ParseProgress(fresh.Annotations[taskmeta.AnnotationProgress])
 	_, err = st.r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{
-		"annotations": map[string]string{AnnotationProgress: change(prog).String()},
+		"annotations": map[string]string{taskmeta.AnnotationProgress: change(prog).String()},
 	})
 	switch {
 	case apierrors.IsConflict(err):
@@ -444,7 +445,7 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 		warn("The outputs filer's log has no valid file list", err)
 		return
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationOutputFileLogs: value}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{taskmeta.AnnotationOutputFileLogs: value}}})
 	err = r.call(ctx, func(ctx context.Context) error {
 		_, err := r.Client.BatchV1().Jobs(ns).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/logging"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -100,7 +101,7 @@ func (r *Runner) call(ctx context.Context, fn func(context.Context) error) error
 }
 
 func taskSelector(task string) string {
-	return labels.Set{LabelTask: task}.String()
+	return labels.Set{taskmeta.LabelTask: task}.String()
 }
 
 // Options of one step.
@@ -134,7 +135,7 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 		if part, ok := stale(anchor, opts); ok {
 			// A later change of a job the task is already past (e.g. its
 			// Complete condition after SuccessCriteriaMet): nothing to do.
-			res.Message = fmt.Sprintf("job %s is done; the task is past it", ObjectName(task, part))
+			res.Message = fmt.Sprintf("job %s is done; the task is past it", taskmeta.ObjectName(task, part))
 			return res, nil
 		}
 		obs, err := r.observe(ctx, anchor, opts, hinted)
@@ -180,14 +181,14 @@ func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
 // stale reports whether the event is about a job that the task recorded as
 // done, and asks for nothing else.
 func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
-	t, part, ok := SplitJobName(opts.Job)
+	t, part, ok := taskmeta.SplitJobName(opts.Job)
 	if !ok || t != anchor.Name || opts.GoneJob != "" || opts.Pods || opts.Spec != nil {
 		return "", false
 	}
-	if anchor.Labels[LabelStatus] == StatusCancelled || anchor.Annotations[AnnotationState] != "" {
+	if anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled || anchor.Annotations[taskmeta.AnnotationState] != "" {
 		return "", false
 	}
-	prog, err := ParseProgress(anchor.Annotations[AnnotationProgress])
+	prog, err := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
 	return part, err == nil && prog.IsDone(part)
 }
 
@@ -197,7 +198,7 @@ func (r *Runner) readAnchor(ctx context.Context, ns, task, job string) (*corev1.
 	hinted := map[string]*batchv1.Job{}
 	var wg sync.WaitGroup
 	var jerr error
-	if t, _, ok := SplitJobName(job); ok && t == task {
+	if t, _, ok := taskmeta.SplitJobName(job); ok && t == task {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -247,11 +248,11 @@ func (r *Runner) getJob(ctx context.Context, ns, name string) (*batchv1.Job, err
 // and the task's pods when asked for.
 func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options, hinted map[string]*batchv1.Job) (Observed, error) {
 	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec, Jobs: map[string]*batchv1.Job{}}
-	prog, _ := ParseProgress(anchor.Annotations[AnnotationProgress])
-	if t, part, ok := SplitJobName(opts.GoneJob); ok && t == anchor.Name {
+	prog, _ := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	if t, part, ok := taskmeta.SplitJobName(opts.GoneJob); ok && t == anchor.Name {
 		obs.Gone = part
 	}
-	if anchor.Annotations[AnnotationState] != "" {
+	if anchor.Annotations[taskmeta.AnnotationState] != "" {
 		return obs, nil
 	}
 	if prog.Parts == nil && obs.Spec == nil && opts.Submit {
@@ -266,7 +267,7 @@ func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Opt
 		}
 	}
 	for _, part := range prog.Running() {
-		name := ObjectName(anchor.Name, part)
+		name := taskmeta.ObjectName(anchor.Name, part)
 		job, ok := hinted[name]
 		if !ok {
 			var err error
@@ -294,7 +295,7 @@ func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Opt
 func jobsByPart(task string, items []batchv1.Job) map[string]*batchv1.Job {
 	jobs := make(map[string]*batchv1.Job, len(items))
 	for i := range items {
-		if t, part, ok := SplitJobName(items[i].Name); ok && t == task {
+		if t, part, ok := taskmeta.SplitJobName(items[i].Name); ok && t == task {
 			jobs[part] = &items[i]
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -47,9 +48,9 @@ func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeCl
 	size := resource.MustParse(strconv.FormatFloat(gb, 'f', -1, 64) + "Gi")
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            PVCName(a.Name),
+			Name:            taskmeta.PVCName(a.Name),
 			Namespace:       a.Namespace,
-			Labels:          map[string]string{LabelTask: a.Name},
+			Labels:          map[string]string{taskmeta.LabelTask: a.Name},
 			OwnerReferences: a.ownerRefs(),
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -72,14 +73,14 @@ func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeCl
 func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
 	j := t.Executors[i].DeepCopy()
 	j.TypeMeta = metav1.TypeMeta{}
-	j.Name = ObjectName(a.Name, ExecutorPart(i))
+	j.Name = taskmeta.ObjectName(a.Name, taskmeta.ExecutorPart(i))
 	j.Namespace = a.Namespace
 	j.ResourceVersion, j.UID, j.GenerateName = "", "", ""
 	j.OwnerReferences = a.ownerRefs()
 	j.Labels = withLabels(j.Labels, map[string]string{
-		LabelTask: a.Name, LabelJobType: JobTypeExecutor, LabelExecutorNo: strconv.Itoa(i),
+		taskmeta.LabelTask: a.Name, taskmeta.LabelJobType: taskmeta.JobTypeExecutor, taskmeta.LabelExecutorNo: strconv.Itoa(i),
 	})
-	j.Spec.Template.Labels = withLabels(j.Spec.Template.Labels, map[string]string{LabelTask: a.Name})
+	j.Spec.Template.Labels = withLabels(j.Spec.Template.Labels, map[string]string{taskmeta.LabelTask: a.Name})
 	if cfg.ExecutorBackoffLimit != nil {
 		v := *cfg.ExecutorBackoffLimit
 		j.Spec.BackoffLimit = &v
@@ -112,8 +113,8 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 	return j
 }
 
-// BuildFilerJob is the inputs or outputs filer's job (part PartInputsFiler or
-// PartOutputsFiler). It mounts the whole task volume below
+// BuildFilerJob is the inputs or outputs filer's job (part taskmeta.PartInputsFiler or
+// taskmeta.PartOutputsFiler). It mounts the whole task volume below
 // taskspec.FilerTaskDir, reads the task from the anchor ConfigMap, and gets
 // the filer's environment and secrets as the reference lists them.
 func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
@@ -170,15 +171,15 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 	}
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            ObjectName(a.Name, part),
+			Name:            taskmeta.ObjectName(a.Name, part),
 			Namespace:       a.Namespace,
-			Labels:          map[string]string{LabelTask: a.Name},
+			Labels:          map[string]string{taskmeta.LabelTask: a.Name},
 			OwnerReferences: a.ownerRefs(),
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: copyInt32(cfg.FilerBackoffLimit),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelTask: a.Name}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{taskmeta.LabelTask: a.Name}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:   corev1.RestartPolicyNever,
 					SecurityContext: cfg.FilerPodSecurityContext.DeepCopy(),
@@ -227,7 +228,7 @@ func ftpEnv(cfg Config) []corev1.EnvVar {
 
 func pvcVolume(task string) corev1.Volume {
 	return corev1.Volume{Name: taskVolumeName, VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(task)},
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: taskmeta.PVCName(task)},
 	}}
 }
 
@@ -255,24 +256,24 @@ func copyInt32(p *int32) *int32 {
 func Parts(t *taskspec.Task) []string {
 	var parts []string
 	if t.NeedsVolume() {
-		parts = append(parts, PartPVC)
+		parts = append(parts, taskmeta.PartPVC)
 	}
 	if len(t.Inputs) > 0 {
-		parts = append(parts, PartInputsFiler)
+		parts = append(parts, taskmeta.PartInputsFiler)
 	}
 	for i := range t.Executors {
-		parts = append(parts, ExecutorPart(i))
+		parts = append(parts, taskmeta.ExecutorPart(i))
 	}
 	if len(t.Outputs) > 0 {
-		parts = append(parts, PartOutputsFiler)
+		parts = append(parts, taskmeta.PartOutputsFiler)
 	}
 	return parts
 }
 
 // describe names a part for messages.
 func describe(task, part string) string {
-	if part == PartPVC {
-		return fmt.Sprintf("PVC '%s'", PVCName(task))
+	if part == taskmeta.PartPVC {
+		return fmt.Sprintf("PVC '%s'", taskmeta.PVCName(task))
 	}
-	return fmt.Sprintf("job '%s'", ObjectName(task, part))
+	return fmt.Sprintf("job '%s'", taskmeta.ObjectName(task, part))
 }

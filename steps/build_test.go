@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -55,7 +56,7 @@ func TestBuildPVC(t *testing.T) {
 			if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
 				t.Errorf("access modes %v", pvc.Spec.AccessModes)
 			}
-			if pvc.Labels[LabelTask] != testTask {
+			if pvc.Labels[taskmeta.LabelTask] != testTask {
 				t.Errorf("labels %v", pvc.Labels)
 			}
 			wantOwner(t, pvc.OwnerReferences)
@@ -70,12 +71,12 @@ func TestBuildExecutorJob(t *testing.T) {
 		if j.Name != testTask+"-ex-01" || j.Namespace != testNS {
 			t.Errorf("job %s/%s", j.Namespace, j.Name)
 		}
-		for k, v := range map[string]string{LabelTask: testTask, LabelJobType: "executor", LabelExecutorNo: "1", "from-api": "yes"} {
+		for k, v := range map[string]string{taskmeta.LabelTask: testTask, taskmeta.LabelJobType: "executor", taskmeta.LabelExecutorNo: "1", "from-api": "yes"} {
 			if j.Labels[k] != v {
 				t.Errorf("label %s = %q, want %q", k, j.Labels[k], v)
 			}
 		}
-		if j.Spec.Template.Labels[LabelTask] != testTask || j.Spec.Template.Labels["from-api"] != "yes" {
+		if j.Spec.Template.Labels[taskmeta.LabelTask] != testTask || j.Spec.Template.Labels["from-api"] != "yes" {
 			t.Errorf("pod template labels %v", j.Spec.Template.Labels)
 		}
 		if j.Annotations["description"] != "executor" {
@@ -85,7 +86,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		if j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("restart policy %s", j.Spec.Template.Spec.RestartPolicy)
 		}
-		if task.Executors[1].Name != "api-given-name" || task.Executors[1].Labels[LabelTask] != "" {
+		if task.Executors[1].Name != "api-given-name" || task.Executors[1].Labels[taskmeta.LabelTask] != "" {
 			t.Error("building the job changed the task")
 		}
 	})
@@ -207,17 +208,17 @@ func envOf(c corev1.Container) map[string]corev1.EnvVar {
 
 func TestBuildFilerJob(t *testing.T) {
 	t.Run("What it does §1, §3, §4: names, labels, owner, image, args and task volume", func(t *testing.T) {
-		for _, part := range []string{PartInputsFiler, PartOutputsFiler} {
+		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
 			cfg := DefaultConfig()
 			cfg.FilerName, cfg.FilerVersion = "example.org/filer", "0.11.0"
 			j := BuildFilerJob(testAnchor, part, cfg)
 			if j.Name != testTask+"-"+part || j.Namespace != testNS {
 				t.Errorf("job %s/%s", j.Namespace, j.Name)
 			}
-			if !reflect.DeepEqual(j.Labels, map[string]string{LabelTask: testTask}) {
+			if !reflect.DeepEqual(j.Labels, map[string]string{taskmeta.LabelTask: testTask}) {
 				t.Errorf("labels %v: the filer jobs have taskmaster-name and no job-type", j.Labels)
 			}
-			if j.Spec.Template.Labels[LabelTask] != testTask {
+			if j.Spec.Template.Labels[taskmeta.LabelTask] != testTask {
 				t.Errorf("pod template labels %v", j.Spec.Template.Labels)
 			}
 			wantOwner(t, j.OwnerReferences)
@@ -228,7 +229,7 @@ func TestBuildFilerJob(t *testing.T) {
 			if c.ImagePullPolicy != corev1.PullIfNotPresent {
 				t.Errorf("pull policy %s", c.ImagePullPolicy)
 			}
-			mode := map[string]string{PartInputsFiler: "inputs", PartOutputsFiler: "outputs"}[part]
+			mode := map[string]string{taskmeta.PartInputsFiler: "inputs", taskmeta.PartOutputsFiler: "outputs"}[part]
 			if want := []string{mode, "--file", path.Join("/jsoninput", taskspec.ConfigMapKey)}; !slices.Equal(c.Args, want) {
 				t.Errorf("args %v, want %v", c.Args, want)
 			}
@@ -264,7 +265,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Options: --pull-policy-always pulls the filer on every start", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.PullPolicyAlways = true
-		if p := BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec.Containers[0].ImagePullPolicy; p != corev1.PullAlways {
+		if p := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0].ImagePullPolicy; p != corev1.PullAlways {
 			t.Errorf("pull policy %s", p)
 		}
 	})
@@ -272,7 +273,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Options: --debug also debugs the filer", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Debug = true
-		c := BuildFilerJob(testAnchor, PartOutputsFiler, cfg).Spec.Template.Spec.Containers[0]
+		c := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec.Containers[0]
 		if c.Args[0] != "--debug" {
 			t.Errorf("args %v", c.Args)
 		}
@@ -284,7 +285,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Environment: FILER_BACKOFF_LIMIT sets the filer's backoffLimit", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FilerBackoffLimit = ptr(int32(5))
-		j := BuildFilerJob(testAnchor, PartInputsFiler, cfg)
+		j := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg)
 		wantInt32(t, "backoffLimit", j.Spec.BackoffLimit, 5)
 		*cfg.FilerBackoffLimit = 6
 		wantInt32(t, "backoffLimit after the config changed", j.Spec.BackoffLimit, 5)
@@ -295,7 +296,7 @@ func TestBuildFilerJob(t *testing.T) {
 		cfg.FilerHTTPTimeout = "30"
 		cfg.FTPHosts = "ftp.example.org,ftp2.example.org"
 		cfg.HostBasePath, cfg.ContainerBasePath = "/mnt/host", "/transfer"
-		env := envOf(BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
 		for k, v := range map[string]string{
 			"FILER_HTTP_TIMEOUT": "30", "TESK_FTP_HOSTS": "ftp.example.org,ftp2.example.org",
 			"HOST_BASE_PATH": "/mnt/host", "CONTAINER_BASE_PATH": "/transfer",
@@ -308,7 +309,7 @@ func TestBuildFilerJob(t *testing.T) {
 	})
 
 	t.Run("Environment: unset settings are not passed", func(t *testing.T) {
-		env := envOf(BuildFilerJob(testAnchor, PartInputsFiler, DefaultConfig()).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, DefaultConfig()).Spec.Template.Spec.Containers[0])
 		for _, k := range []string{"TESK_FTP_USERNAME", "TESK_FTP_PASSWORD", "TESK_FTP_HOSTS", "HOST_BASE_PATH", "CONTAINER_BASE_PATH", "NETRC", "DEBUG"} {
 			if _, ok := env[k]; ok {
 				t.Errorf("%s passed: %+v", k, env[k])
@@ -322,7 +323,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Environment: with TESK_FTP_SECRET_NAME the FTP credentials are references to the secret", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FTPUsername, cfg.FTPPassword, cfg.FTPSecretName = "alice", "s3cret", "ftp-secret"
-		env := envOf(BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
 		for k, key := range map[string]string{"TESK_FTP_USERNAME": "username", "TESK_FTP_PASSWORD": "password"} {
 			e := env[k]
 			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
@@ -335,7 +336,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Environment: without TESK_FTP_SECRET_NAME the FTP credentials are values", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FTPUsername, cfg.FTPPassword = "alice", "s3cret"
-		env := envOf(BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
 		if env["TESK_FTP_USERNAME"].Value != "alice" || env["TESK_FTP_PASSWORD"].Value != "s3cret" {
 			t.Errorf("env %+v", env)
 		}
@@ -344,7 +345,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Environment: NETRC_SECRET_NAME is mounted and pointed to", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.NetrcSecretName = "my-netrc"
-		ps := BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
 		if envOf(ps.Containers[0])["NETRC"].Value != "/netrc/.netrc" {
 			t.Errorf("NETRC %+v", envOf(ps.Containers[0])["NETRC"])
 		}
@@ -354,7 +355,7 @@ func TestBuildFilerJob(t *testing.T) {
 	})
 
 	t.Run("Environment: the secret aws-secret is mounted if it exists", func(t *testing.T) {
-		ps := BuildFilerJob(testAnchor, PartOutputsFiler, DefaultConfig()).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, DefaultConfig()).Spec.Template.Spec
 		if !hasMount(ps.Containers[0], "aws-secret", "/aws", true) || !hasSecretVolume(ps, "aws-secret", "aws-secret", true) {
 			t.Errorf("aws-secret volume missing or not optional: %+v", ps.Volumes)
 		}
@@ -363,7 +364,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Environment: TRANSFER_PVC_NAME is mounted, writable, at CONTAINER_BASE_PATH", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.TransferPVCName, cfg.ContainerBasePath, cfg.HostBasePath = "transfer-pvc", "/transfer", "/mnt/host"
-		ps := BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
 		if !hasMount(ps.Containers[0], "transfer", "/transfer", false) {
 			t.Errorf("mounts %+v", ps.Containers[0].VolumeMounts)
 		}
@@ -379,7 +380,7 @@ func TestBuildFilerJob(t *testing.T) {
 	})
 
 	t.Run("Environment: the filer's default security contexts", func(t *testing.T) {
-		ps := BuildFilerJob(testAnchor, PartInputsFiler, DefaultConfig()).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, DefaultConfig()).Spec.Template.Spec
 		if !reflect.DeepEqual(ps.SecurityContext, DefaultFilerPodSecurityContext()) {
 			t.Errorf("pod security context %+v", ps.SecurityContext)
 		}
@@ -398,7 +399,7 @@ func TestBuildFilerJob(t *testing.T) {
 		if len(issues) != 0 {
 			t.Fatalf("issues %v", issues)
 		}
-		ps := BuildFilerJob(testAnchor, PartInputsFiler, cfg).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
 		if ps.SecurityContext != nil || ps.Containers[0].SecurityContext != nil {
 			t.Errorf("security contexts %+v %+v, want none", ps.SecurityContext, ps.Containers[0].SecurityContext)
 		}
@@ -417,8 +418,8 @@ func TestParts(t *testing.T) {
 	}{
 		{"What it does §1-§3: inputs, executors, outputs", taskWith(2, withInput, withOutput), fullParts},
 		{"What it does §1: executors only, no PVC", taskWith(1), []string{"ex-00"}},
-		{"What it does §3: volumes need no filer", taskWith(1, withVolume), []string{PartPVC, "ex-00"}},
-		{"What it does §1: inputs without outputs", taskWith(1, withInput), []string{PartPVC, PartInputsFiler, "ex-00"}},
+		{"What it does §3: volumes need no filer", taskWith(1, withVolume), []string{taskmeta.PartPVC, "ex-00"}},
+		{"What it does §1: inputs without outputs", taskWith(1, withInput), []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -431,34 +432,34 @@ func TestParts(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	for _, c := range []struct{ job, task, part string }{
-		{"task-1234abcd-inputs-filer", "task-1234abcd", PartInputsFiler},
-		{"task-1234abcd-outputs-filer", "task-1234abcd", PartOutputsFiler},
+		{"task-1234abcd-inputs-filer", "task-1234abcd", taskmeta.PartInputsFiler},
+		{"task-1234abcd-outputs-filer", "task-1234abcd", taskmeta.PartOutputsFiler},
 		{"task-1234abcd-ex-07", "task-1234abcd", "ex-07"},
 		{"task-1234abcd-ex-123", "task-1234abcd", "ex-123"},
 	} {
-		task, part, ok := SplitJobName(c.job)
+		task, part, ok := taskmeta.SplitJobName(c.job)
 		if !ok || task != c.task || part != c.part {
-			t.Errorf("SplitJobName(%q) = %q, %q, %v", c.job, task, part, ok)
+			t.Errorf("taskmeta.SplitJobName(%q) = %q, %q, %v", c.job, task, part, ok)
 		}
-		if ObjectName(task, part) != c.job {
-			t.Errorf("ObjectName(%q, %q) = %q", task, part, ObjectName(task, part))
+		if taskmeta.ObjectName(task, part) != c.job {
+			t.Errorf("taskmeta.ObjectName(%q, %q) = %q", task, part, taskmeta.ObjectName(task, part))
 		}
 	}
 	for _, job := range []string{"task-1234abcd", "task-1234abcd-ex-1", "task-1234abcd-pvc", "-ex-00"} {
-		if task, part, ok := SplitJobName(job); ok {
-			t.Errorf("SplitJobName(%q) = %q, %q: not a task's job", job, task, part)
+		if task, part, ok := taskmeta.SplitJobName(job); ok {
+			t.Errorf("taskmeta.SplitJobName(%q) = %q, %q: not a task's job", job, task, part)
 		}
 	}
-	if job, ok := JobOfPodName("task-1234abcd-ex-00-x7k2q"); !ok || job != "task-1234abcd-ex-00" {
-		t.Errorf("JobOfPodName = %q, %v", job, ok)
+	if job, ok := taskmeta.JobOfPodName("task-1234abcd-ex-00-x7k2q"); !ok || job != "task-1234abcd-ex-00" {
+		t.Errorf("taskmeta.JobOfPodName = %q, %v", job, ok)
 	}
-	if _, ok := JobOfPodName("task-1234abcd-ex-00"); ok {
+	if _, ok := taskmeta.JobOfPodName("task-1234abcd-ex-00"); ok {
 		t.Error("a job's name taken for a pod's")
 	}
-	if i, ok := ExecutorIndex(ExecutorPart(12)); !ok || i != 12 {
-		t.Errorf("ExecutorIndex(ExecutorPart(12)) = %d, %v", i, ok)
+	if i, ok := taskmeta.ExecutorIndex(taskmeta.ExecutorPart(12)); !ok || i != 12 {
+		t.Errorf("taskmeta.ExecutorIndex(taskmeta.ExecutorPart(12)) = %d, %v", i, ok)
 	}
-	if _, ok := ExecutorIndex(PartInputsFiler); ok {
+	if _, ok := taskmeta.ExecutorIndex(taskmeta.PartInputsFiler); ok {
 		t.Error("the inputs filer taken for an executor")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -283,10 +284,10 @@ func isZero(v any) bool {
 	return bytes.Equal(b, []byte("{}"))
 }
 
-// noTTL is the value of AnnotationTTL for a task without a TTL.
+// noTTL is the value of taskmeta.AnnotationTTL for a task without a TTL.
 const noTTL = "none"
 
-// TTLValue is the value of AnnotationTTL for a TTL (nil: none).
+// TTLValue is the value of taskmeta.AnnotationTTL for a TTL (nil: none).
 func TTLValue(ttl *time.Duration) string {
 	if ttl == nil {
 		return noTTL
@@ -298,7 +299,7 @@ func TTLValue(ttl *time.Duration) string {
 // if it recorded none (a task that started before TTLs were recorded keeps
 // its objects, as a later setting must not shorten its life).
 func TaskTTLOf(anchor metav1.ObjectMeta) (time.Duration, bool) {
-	n, err := strconv.ParseInt(anchor.Annotations[AnnotationTTL], 10, 64)
+	n, err := strconv.ParseInt(anchor.Annotations[taskmeta.AnnotationTTL], 10, 64)
 	if err != nil || n < 0 {
 		return 0, false
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/logging"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -35,7 +36,7 @@ func TestDebugLogsJobManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The inputs filer has passed: the executor's job comes next.
-	filer := api.job(PartInputsFiler)
+	filer := api.job(taskmeta.PartInputsFiler)
 	filer.Status.Conditions = append(filer.Status.Conditions, cond("Complete", t0))
 	if _, err := api.BatchV1().Jobs(testNS).UpdateStatus(ctx, filer, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestDebugLogsJobManifests(t *testing.T) {
 		m := e.ContextMap()
 		manifests[m["job"].(string)], _ = m["manifest"].(string)
 	}
-	exec, filerManifest := manifests[ObjectName(testTask, "ex-00")], manifests[ObjectName(testTask, PartInputsFiler)]
+	exec, filerManifest := manifests[taskmeta.ObjectName(testTask, "ex-00")], manifests[taskmeta.ObjectName(testTask, taskmeta.PartInputsFiler)]
 	if exec == "" || filerManifest == "" {
 		t.Fatalf("manifests logged for %v, want the filer's and the executor's", manifests)
 	}

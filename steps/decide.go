@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -110,7 +111,7 @@ type Plan struct {
 // addTTL adds the TTL the plan records to an anchor's annotations.
 func (p Plan) addTTL(ann map[string]string) {
 	if p.TTL != "" {
-		ann[AnnotationTTL] = p.TTL
+		ann[taskmeta.AnnotationTTL] = p.TTL
 	}
 }
 
@@ -126,7 +127,7 @@ func (p *Plan) note(level, format string, a ...any) {
 // submission, each started part's job (and its pods), and completion.
 func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	plan := decide(obs, cfg, now)
-	if _, ok := obs.Anchor.Annotations[AnnotationTTL]; !ok && (plan.Progress != nil || plan.Final != nil) {
+	if _, ok := obs.Anchor.Annotations[taskmeta.AnnotationTTL]; !ok && (plan.Progress != nil || plan.Final != nil) {
 		// The first write on a task fixes its TTL (behaviour §4.2).
 		plan.TTL = TTLValue(cfg.TaskTTL)
 	}
@@ -135,18 +136,18 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 
 func decide(obs Observed, cfg Config, now time.Time) Plan {
 	var plan Plan
-	if state := obs.Anchor.Annotations[AnnotationState]; state != "" {
+	if state := obs.Anchor.Annotations[taskmeta.AnnotationState]; state != "" {
 		return endedTask(plan, obs.Anchor, state, now)
 	}
-	prog, err := ParseProgress(obs.Anchor.Annotations[AnnotationProgress])
+	prog, err := ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
 	if err != nil {
 		plan.note("error", "%v", err)
 		// What was started is unknown: treat the PVC as started, so that it
 		// is deleted (or kept) as for any task that stops.
-		prog = Progress{Started: []string{PartPVC}}
+		prog = Progress{Started: []string{taskmeta.PartPVC}}
 		return stop(plan, prog, cfg, StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
 	}
-	if obs.Anchor.Labels[LabelStatus] == StatusCancelled {
+	if obs.Anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
 		return cancel(plan, prog, obs, cfg, now)
 	}
 	if prog.Parts == nil {
@@ -168,7 +169,7 @@ func endedTask(plan Plan, anchor metav1.ObjectMeta, state string, now time.Time)
 	if !ok {
 		return plan
 	}
-	if ended, err := time.Parse(time.RFC3339, anchor.Annotations[AnnotationEnded]); err == nil && !now.Before(ended.Add(ttl)) {
+	if ended, err := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded]); err == nil && !now.Before(ended.Add(ttl)) {
 		plan.Actions = append(plan.Actions, Action{Kind: DeleteTask, Reason: fmt.Sprintf("ended %s ago, its TTL is %d s", now.Sub(ended).Truncate(time.Second), int64(ttl.Seconds()))})
 	}
 	return plan
@@ -208,12 +209,12 @@ func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) 
 	for _, part := range prog.Parts {
 		if !prog.IsStarted(part) {
 			toStart = append(toStart, part)
-			if part == PartPVC {
+			if part == taskmeta.PartPVC {
 				continue // the PVC and the first job start together
 			}
 			break
 		}
-		if part == PartPVC {
+		if part == taskmeta.PartPVC {
 			if reason, ok := prog.EndedReason(part); ok {
 				// The API server rejected the claim (behaviour §8.6).
 				return stop(plan, prog, cfg, StateSystemError, reason)
@@ -239,7 +240,7 @@ func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) 
 		plan.Progress = &next
 		for _, part := range toStart {
 			kind := CreateJob
-			if part == PartPVC {
+			if part == taskmeta.PartPVC {
 				kind = CreatePVC
 			}
 			plan.Actions = append(plan.Actions, Action{Kind: kind, Part: part})
@@ -261,7 +262,7 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		// the job then ended on its own (in doubt, the task stops). A job
 		// of the task that still runs is one whose deletion failed: delete
 		// it again, unless its deletion was rejected (behaviour §1.13).
-		if _, kept := prog.KeptReason(part); !kept && job != nil && !isGone(job) && StatusOf(job) == JobRunning && ownedBy(job, obs.Anchor.UID) {
+		if _, kept := prog.KeptReason(part); !kept && job != nil && !isGone(job) && taskmeta.StatusOf(job) == taskmeta.JobRunning && ownedBy(job, obs.Anchor.UID) {
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: reason})
 		}
 		return stop(plan, prog, cfg, StateSystemError, reason), false
@@ -284,15 +285,15 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		plan.note("error", "%s", msg)
 		return stop(plan, prog, cfg, StateSystemError, msg), false
 	}
-	switch StatusOf(job) {
-	case JobComplete:
+	switch taskmeta.StatusOf(job) {
+	case taskmeta.JobComplete:
 		return plan, true
-	case JobFailed:
+	case taskmeta.JobFailed:
 		return failedJob(plan, prog, cfg, now, part, job, state)
 	}
 	if EndedByService(job) {
 		if at, ok := failedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
-			msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[AnnotationFailed], secs(cfg.PodTimeout))
+			msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[taskmeta.AnnotationFailed], secs(cfg.PodTimeout))
 			plan.note("error", "%s", msg)
 			return stop(plan, prog, cfg, failedState(part), msg), false
 		}
@@ -311,7 +312,7 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 // ignores errors and that the service did not end itself; that one passes
 // once Kubernetes marked it Failed (behaviour §1.5, §1.10).
 func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string, job *batchv1.Job, state string) (Plan, bool) {
-	if _, isExec := ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
+	if _, isExec := taskmeta.ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
 		if IsMarkedFailed(job) {
 			plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
 			return plan, true
@@ -325,7 +326,7 @@ func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string,
 		return plan, false // its pods are still ending
 	}
 	msg := fmt.Sprintf("Job '%s' failed%s", job.Name, failureDetail(job))
-	if why := job.Annotations[AnnotationFailed]; why != "" {
+	if why := job.Annotations[taskmeta.AnnotationFailed]; why != "" {
 		// The service failed it: say why.
 		msg = fmt.Sprintf("Job '%s' was failed: %s", job.Name, why)
 	}
@@ -336,13 +337,13 @@ func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string,
 // complete ends a task whose parts all passed: the uploaded files recorded,
 // the PVC deleted, COMPLETE written (behaviour §1.3, §1.7).
 func complete(plan Plan, prog Progress, obs Observed) Plan {
-	if slices.Contains(prog.Parts, PartOutputsFiler) {
-		if j := obs.Jobs[PartOutputsFiler]; j != nil && j.Annotations[AnnotationOutputFileLogs] == "" {
-			plan.Actions = append(plan.Actions, Action{Kind: RecordOutputFileLogs, Part: PartOutputsFiler})
+	if slices.Contains(prog.Parts, taskmeta.PartOutputsFiler) {
+		if j := obs.Jobs[taskmeta.PartOutputsFiler]; j != nil && j.Annotations[taskmeta.AnnotationOutputFileLogs] == "" {
+			plan.Actions = append(plan.Actions, Action{Kind: RecordOutputFileLogs, Part: taskmeta.PartOutputsFiler})
 		}
 	}
-	if prog.IsStarted(PartPVC) {
-		plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: PartPVC})
+	if prog.IsStarted(taskmeta.PartPVC) {
+		plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC})
 	}
 	plan.Final = &Final{State: StateComplete}
 	plan.State = StateComplete
@@ -359,7 +360,7 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 		if pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if reason, message := cannotStart(pod); reason != "" {
+		if reason, message := taskmeta.CannotStart(pod); reason != "" {
 			since := pod.CreationTimestamp.Time
 			if pod.Status.StartTime != nil {
 				since = pod.Status.StartTime.Time
@@ -371,12 +372,12 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 			}
 			continue
 		}
-		if message, ok := unschedulable(pod); ok {
+		if message, ok := taskmeta.Unschedulable(pod); ok {
 			queued = true
 			if cfg.MaxQueue > 0 && now.Sub(pod.CreationTimestamp.Time) >= cfg.MaxQueue {
 				msg := fmt.Sprintf("Pod '%s' of job '%s' wasn't scheduled within %s: %s", pod.Name, job.Name, secs(cfg.MaxQueue), message)
 				plan.note("error", "%s", msg)
-				if IsFilerPart(part) || ranBefore(job, pods) {
+				if taskmeta.IsFilerPart(part) || ranBefore(job, pods) {
 					return failJob(plan, prog, part, msg, state)
 				}
 				next := prog.withEnded(part, msg)
@@ -430,7 +431,7 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 			going = true
 			continue
 		}
-		if StatusOf(job) == JobRunning {
+		if taskmeta.StatusOf(job) == taskmeta.JobRunning {
 			next = next.withEnded(part, "Task cancelled")
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: "task cancelled"})
 			going = true
@@ -459,11 +460,11 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 // KEEP_FAILED_PVC), the final state written last, with why: one line, and a
 // line for each job whose deletion was rejected (TES system_logs).
 func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
-	if prog.IsStarted(PartPVC) {
+	if prog.IsStarted(taskmeta.PartPVC) {
 		if cfg.KeepFailedPVC {
-			plan.Actions = append(plan.Actions, Action{Kind: ReleasePVC, Part: PartPVC})
+			plan.Actions = append(plan.Actions, Action{Kind: ReleasePVC, Part: taskmeta.PartPVC})
 		} else {
-			plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: PartPVC})
+			plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC})
 		}
 	}
 	for _, k := range prog.Kept {
@@ -476,7 +477,7 @@ func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
 
 // phaseOf is the TES state while a part runs.
 func phaseOf(part string) string {
-	if part == PartPVC || part == PartInputsFiler {
+	if part == taskmeta.PartPVC || part == taskmeta.PartInputsFiler {
 		return StateInitializing
 	}
 	return StateRunning
@@ -485,51 +486,10 @@ func phaseOf(part string) string {
 // failedState is the TES state of a task stopped by a failed part: an
 // executor's failure is the executor's error, a filer's the system's.
 func failedState(part string) string {
-	if _, ok := ExecutorIndex(part); ok {
+	if _, ok := taskmeta.ExecutorIndex(part); ok {
 		return StateExecutorError
 	}
 	return StateSystemError
-}
-
-// Waiting reasons of a container that cannot start.
-var cannotStartReasons = map[string]bool{
-	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "CreateContainerConfigError": true,
-}
-
-func cannotStart(pod *corev1.Pod) (reason, message string) {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, cs := range list {
-			if w := cs.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
-				return w.Reason, w.Message
-			}
-		}
-	}
-	return "", ""
-}
-
-// StuckReason tells whether a pending pod cannot start (its image cannot be
-// pulled, or its configuration is broken, for an init container too), or is
-// not scheduled, with the waiting reason or the scheduler's message.
-func StuckReason(pod *corev1.Pod) (reason, message string, stuck bool) {
-	if pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
-		return "", "", false
-	}
-	if reason, message := cannotStart(pod); reason != "" {
-		return reason, message, true
-	}
-	if message, ok := unschedulable(pod); ok {
-		return corev1.PodReasonUnschedulable, message, true
-	}
-	return "", "", false
-}
-
-func unschedulable(pod *corev1.Pod) (string, bool) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return c.Message, true
-		}
-	}
-	return "", false
 }
 
 // ranBefore reports whether a pod of the job ran or failed before.

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -51,12 +52,12 @@ func TestDecide(t *testing.T) {
 		{
 			name:    "What it does §1: a task with inputs starts its PVC and its inputs filer together",
 			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full},
-			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, PartInputsFiler)},
+			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
 			state:   StateInitializing,
 			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, fullParts, []string{PartPVC, PartInputsFiler})
+				wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler})
 				if p.Progress.Last == nil || p.Progress.Last.Event != "ev-submit" || !p.Progress.Last.At.Equal(t0) ||
-					!slices.Equal(p.Progress.Last.Parts, []string{PartPVC, PartInputsFiler}) {
+					!slices.Equal(p.Progress.Last.Parts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}) {
 					t.Errorf("last batch %+v, want the submission's event, time and both parts", p.Progress.Last)
 				}
 			},
@@ -73,19 +74,19 @@ func TestDecide(t *testing.T) {
 		{
 			name:    "What it does §1: outputs need the PVC, which starts with the first executor when there are no inputs",
 			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withOutput)},
-			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, "ex-00")},
+			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
 			state:   StateRunning,
 			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, []string{PartPVC, "ex-00", PartOutputsFiler}, []string{PartPVC, "ex-00"})
+				wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00", taskmeta.PartOutputsFiler}, []string{taskmeta.PartPVC, "ex-00"})
 			},
 		},
 		{
 			name:    "What it does §3: volumes need the PVC but no filer",
 			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withVolume)},
-			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, "ex-00")},
+			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
 			state:   StateRunning,
 			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, []string{PartPVC, "ex-00"}, []string{PartPVC, "ex-00"})
+				wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00"}, []string{taskmeta.PartPVC, "ex-00"})
 			},
 		},
 		{
@@ -116,7 +117,7 @@ func TestDecide(t *testing.T) {
 			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
 				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
 			})},
-			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, "ex-00")},
+			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
 			state:   StateRunning,
 		},
 		{
@@ -126,18 +127,18 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "Design §4: a duplicate submission of a started task creates nothing twice",
-			obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(PartPVC, PartInputsFiler)), Spec: full,
-				Jobs: jobsOf(running(PartInputsFiler)), Pods: pods()},
+			obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Spec: full,
+				Jobs: jobsOf(running(taskmeta.PartInputsFiler)), Pods: pods()},
 			state: StateInitializing,
 		},
 		{
 			name: "Design §4: a redelivery of the submission creates what its first attempt recorded",
 			obs: func() Observed {
-				p := progressOf(fullParts, "ev-submit", ago(5*time.Second), PartPVC, PartInputsFiler)
-				p.Last.Parts = []string{PartPVC, PartInputsFiler}
+				p := progressOf(fullParts, "ev-submit", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler)
+				p.Last.Parts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}
 				return Observed{Event: "ev-submit", Anchor: anchorWith(&p), Spec: full, Jobs: jobsOf()}
 			}(),
-			actions: []Action{act(CreatePVC, PartPVC), act(CreateJob, PartInputsFiler)},
+			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
 			state:   StateInitializing,
 			check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 		},
@@ -145,11 +146,11 @@ func TestDecide(t *testing.T) {
 		// Executors, in order.
 		{
 			name:    "What it does §2: the first executor starts once the inputs filer completed",
-			obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(PartPVC, PartInputsFiler)), Jobs: jobsOf(completed(PartInputsFiler))},
+			obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 			actions: []Action{act(CreateJob, "ex-00")},
 			state:   StateRunning,
 			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, fullParts, []string{PartPVC, PartInputsFiler, "ex-00"})
+				wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"})
 				if p.Progress.Last == nil || p.Progress.Last.Event != "ev-2" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) {
 					t.Errorf("last batch %+v, want ev-2 starting ex-00", p.Progress.Last)
 				}
@@ -157,13 +158,13 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §2: executors run one after another",
-			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
+			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 			actions: []Action{act(CreateJob, "ex-01")},
 			state:   StateRunning,
 			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, fullParts, []string{PartPVC, PartInputsFiler, "ex-00", "ex-01"})
-				if !slices.Equal(p.Progress.Done, []string{PartInputsFiler, "ex-00"}) {
+				wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01"})
+				if !slices.Equal(p.Progress.Done, []string{taskmeta.PartInputsFiler, "ex-00"}) {
 					t.Errorf("done %v, want the completed jobs", p.Progress.Done)
 				}
 			},
@@ -171,39 +172,39 @@ func TestDecide(t *testing.T) {
 		{
 			name: "Design §9: a part recorded done is not read again",
 			obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler, "ex-00", "ex-01").withDone(PartInputsFiler, "ex-00")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01").withDone(taskmeta.PartInputsFiler, "ex-00")
 				return &p
 			}()), Jobs: jobsOf(completed("ex-01"))},
-			actions: []Action{act(CreateJob, PartOutputsFiler)},
+			actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §2: while an executor runs, no later job starts",
-			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
+			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §3: the outputs filer starts after the last executor",
-			obs: Observed{Event: "ev-4", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00", "ex-01")),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"))},
-			actions: []Action{act(CreateJob, PartOutputsFiler)},
+			obs: Observed{Event: "ev-4", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"))},
+			actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §3, §7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
 			obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
-			actions: []Action{act(RecordOutputFileLogs, PartOutputsFiler), act(DeletePVC, PartPVC)},
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
+			actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateComplete,
 			state:   StateComplete,
 		},
 		{
 			name: "What it does §7: output file logs that are recorded already are not read again",
 			obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"),
-					annotate(completed(PartOutputsFiler), AnnotationOutputFileLogs, "[]"))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"),
+					annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, "[]"))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateComplete,
 			state:   StateComplete,
 		},
@@ -218,51 +219,51 @@ func TestDecide(t *testing.T) {
 		// Job conditions.
 		{
 			name: "What it does §10: a job with the condition Failed counts as failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 		},
 		{
 			name: "What it does §10: a job with the condition FailureTarget counts as failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 		},
 		{
 			name: "What it does §10: a job with the condition Complete counts as complete",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
 			actions: []Action{act(CreateJob, "ex-01")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §10: a job with the condition SuccessCriteriaMet counts as complete",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
 			actions: []Action{act(CreateJob, "ex-01")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §10: a Suspended job is still running",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §10: a condition that is not True counts for nothing",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
 				Pods: pods()},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §11: a running job's pods are needed to decide, and asked for when not read",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00"))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
 			state: StateRunning,
 			check: func(t *testing.T, p Plan) {
 				if !p.NeedsPods {
@@ -274,44 +275,44 @@ func TestDecide(t *testing.T) {
 		// Failures.
 		{
 			name: "What it does §5: a failed executor stops the task: EXECUTOR_ERROR, no later job, the job kept, the PVC deleted",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), failed("ex-00"))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "Job '"+testTask+"-ex-00' failed") },
 		},
 		{
 			name: "What it does §5: a failed inputs filer stops the task with SYSTEM_ERROR",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
-				Jobs: jobsOf(failed(PartInputsFiler))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+				Jobs: jobsOf(failed(taskmeta.PartInputsFiler))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "What it does §5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
 			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(PartOutputsFiler))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(taskmeta.PartOutputsFiler))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), failed("ex-00"))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
 			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(ReleasePVC, PartPVC)},
+			actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 		},
 		{
 			name: "What it does §8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
 			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(RecordOutputFileLogs, PartOutputsFiler), act(DeletePVC, PartPVC)},
+			actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateComplete,
 			state:   StateComplete,
 		},
@@ -319,14 +320,14 @@ func TestDecide(t *testing.T) {
 		// ignore-error.
 		{
 			name: "What it does §6: an ignore-error executor that is only FailureTarget is waited for",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), ignoring(failed("ex-00")))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
 			actions: []Action{act(CreateJob, "ex-01")},
 			state:   StateRunning,
 			check: func(t *testing.T, p Plan) {
@@ -335,53 +336,53 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §6: after the last executor failed with ignore-error, the outputs filer starts",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00", "ex-01")),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
-			actions: []Action{act(CreateJob, PartOutputsFiler)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
+			actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §6: an ignore-error executor not marked Failed within the pod timeout stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "didn't mark it Failed within 240 s") },
 		},
 		{
 			name: "What it does §6: an ignore-error executor that the service failed (failed annotation) still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), annotate(ignoring(failed("ex-00")), AnnotationFailed, "Pod couldn't start"))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(ignoring(failed("ex-00")), taskmeta.AnnotationFailed, "Pod couldn't start"))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 		},
 		{
 			name: "What it does §6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), func() *batchv1.Job {
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job {
 					j := ignoring(failed("ex-00"))
 					j.Spec.ActiveDeadlineSeconds = ptr(int64(1))
 					return j
 				}())},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 		},
 		{
 			name: "What it does §6: another value of the ignore-error annotation stops the task at the executor's failure",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), annotate(failed("ex-00"), AnnotationIgnoreError, "yes"))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(failed("ex-00"), taskmeta.AnnotationIgnoreError, "yes"))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 		},
 		{
 			name: "What it does §6: ignore-error is an executor's: a filer job with it still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
-				Jobs: jobsOf(ignoring(failed(PartInputsFiler)))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+				Jobs: jobsOf(ignoring(failed(taskmeta.PartInputsFiler)))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
@@ -389,54 +390,54 @@ func TestDecide(t *testing.T) {
 		// Jobs recorded as started but missing.
 		{
 			name: "Design §4: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
-			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
 		},
 		{
 			name: "Design §4: a job being deleted by someone stops the task with SYSTEM_ERROR",
-			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), deleting(running("ex-00")))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "Design §4: a redelivery of the event that recorded a missing job creates it",
-			obs: Observed{Event: "ev-old", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler))},
+			obs: Observed{Event: "ev-old", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 			actions: []Action{act(CreateJob, "ex-00")},
 			state:   StateRunning,
 			check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 		},
 		{
 			name: "Design §4: another event within the grace period waits for a job recorded moments ago",
-			obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler))},
+			obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 			state: StateRunning,
 		},
 		{
 			name: "Design §4: a job whose deletion the event reported is not waited for, even within the grace period",
-			obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "Design §6: a sweep within the grace period waits for a job recorded moments ago",
-			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler)), Pods: pods()},
+			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
 			state: StateRunning,
 		},
 		{
 			name: "Design §4: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
-			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler)), Pods: pods()},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
@@ -445,10 +446,10 @@ func TestDecide(t *testing.T) {
 		{
 			name: "What it does §13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
 			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
 				return &p
-			}()), Jobs: jobsOf(completed(PartInputsFiler))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "wasn't scheduled within 3600 s: no nodes") },
@@ -456,10 +457,10 @@ func TestDecide(t *testing.T) {
 		{
 			name: "What it does §12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
 			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler).withEnded(PartInputsFiler, "Creating job 'x' was refused: invalid")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Creating job 'x' was refused: invalid")
 				return &p
 			}())},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "was refused: invalid") },
@@ -467,20 +468,20 @@ func TestDecide(t *testing.T) {
 		{
 			name: "What it does §14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
 			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
 				return &p
-			}()), Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")), Pods: pods()},
-			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, PartPVC)},
+			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods()},
+			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "What it does §6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
 			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
 				return &p
-			}()), Jobs: jobsOf(completed(PartInputsFiler), ignoring(failed("ex-00")))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "not scheduled") },
@@ -488,24 +489,24 @@ func TestDecide(t *testing.T) {
 		{
 			name: "What it does §6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
 			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
 				return &p
-			}()), Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "Design §4: a job of the same name that the task does not own is not deleted",
 			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(PartPVC, PartInputsFiler).withEnded(PartInputsFiler, "Job exists but does not belong to the task")
+				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Job exists but does not belong to the task")
 				return &p
 			}()), Jobs: jobsOf(func() *batchv1.Job {
-				j := running(PartInputsFiler)
+				j := running(taskmeta.PartInputsFiler)
 				j.OwnerReferences = nil
 				return j
 			}()), Pods: pods()},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
@@ -513,51 +514,51 @@ func TestDecide(t *testing.T) {
 		// Duplicate and late events.
 		{
 			name: "Design §4: a late job.finished of a finished task does nothing",
-			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), AnnotationState, StateComplete, AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 			state: StateComplete,
 		},
 		{
 			name: "Design §4: a finished task stays finished even if a job changes later",
-			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00"), AnnotationState, StateExecutorError, AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"))},
+			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.AnnotationState, StateExecutorError, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 			state: StateExecutorError,
 		},
 		{
 			name: "Design §4: a duplicate job.finished of an executor whose successor runs creates nothing",
-			obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00", "ex-01")),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
+			obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
 			state: StateRunning,
 		},
 
 		// Cancellation.
 		{
 			name: "What it does §18: a cancelled task's running job is deleted, the jobs that ended are kept, CANCELING",
-			obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00"))},
+			obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
 			actions: []Action{act(DeleteJob, "ex-00")},
 			state:   StateCanceling,
 		},
 		{
 			name: "What it does §18: a cancelled task is CANCELING while its deleted jobs are going",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler), deleting(running("ex-00")))},
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
 			state: StateCanceling,
 		},
 		{
 			name: "What it does §8, §18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler))),
-				Jobs: jobsOf(completed(PartInputsFiler))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateCanceled,
 			state:   StateCanceled,
 		},
 		{
 			name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler))),
-				Jobs: jobsOf(completed(PartInputsFiler))},
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(ReleasePVC, PartPVC)},
+			actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
 			final:   StateCanceled,
 			state:   StateCanceled,
 		},
@@ -570,31 +571,31 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §18: a job the service is failing is deleted when the task is cancelled",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
 			actions: []Action{act(DeleteJob, "ex-00")},
 			state:   StateCanceling,
 		},
 		{
 			name: "What it does §18: a failed job of a cancelled task is kept with its logs",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateCanceled,
 			state:   StateCanceled,
 		},
 		{
 			name: "What it does §18: a cancel of a task that ended changes nothing",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), AnnotationState, StateComplete, AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
-				Jobs: jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(PartOutputsFiler))},
+			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 			state: StateComplete,
 		},
 
 		// Pods that can't start.
 		{
 			name: "What it does §11: ErrImagePull past the pod timeout (from the pod's start) fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(241*time.Second), "ErrImagePull", false))},
 			actions: []Action{act(FailJob, "ex-00")},
 			state:   StateRunning,
@@ -604,69 +605,69 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §11: ImagePullBackOff of an init container past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "ImagePullBackOff", true))},
 			actions: []Action{act(FailJob, "ex-00")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §11: InvalidImageName past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "InvalidImageName", false))},
 			actions: []Action{act(FailJob, "ex-00")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §11: CreateContainerConfigError past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", false))},
 			actions: []Action{act(FailJob, "ex-00")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §11: CreateContainerConfigError of an init container past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", true))},
 			actions: []Action{act(FailJob, "ex-00")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §11: a pod that hasn't started is timed from its creation",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(241*time.Second), time.Time{}, "ErrImagePull", false))},
 			actions: []Action{act(FailJob, "ex-00")},
 			state:   StateRunning,
 		},
 		{
 			name: "What it does §11: a pod that started is timed from its start, not its creation",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Minute), "ErrImagePull", false))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §11: a pod that can't start before the pod timeout keeps waiting",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(239*time.Second), time.Time{}, "ImagePullBackOff", false))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §12: a pod pending for another reason (pulling a large image) keeps waiting",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ContainerCreating", false))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §11: a pod that is being deleted is not checked",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(func() *corev1.Pod {
 					p := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false)
 					p.DeletionTimestamp = ptr(p.CreationTimestamp)
@@ -676,48 +677,48 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §11: only the pods of the running job count",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting(PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+				Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §11: a filer pod that can't start fails the filer's job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
-				Jobs: jobsOf(running(PartInputsFiler)),
-				Pods: pods(waiting(PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
-			actions: []Action{act(FailJob, PartInputsFiler)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+				Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
+				Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+			actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
 			state:   StateInitializing,
 		},
 		{
 			name: "What it does §12: a job the service failed is waited for until Kubernetes marks it Failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
 				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
 			state: StateRunning,
 		},
 		{
 			name: "What it does §12: a job the service failed is handled as any failed job once marked Failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
-				Jobs: jobsOf(failedByService(failed(PartInputsFiler), ago(time.Minute)))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+				Jobs: jobsOf(failedByService(failed(taskmeta.PartInputsFiler), ago(time.Minute)))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
 		{
 			name: "What it does §12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateExecutorError,
 			state:   StateExecutorError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "it is kept") },
 		},
 		{
 			name: "What it does §12: a failed filer job not marked Failed within another pod timeout stops the task with SYSTEM_ERROR",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
-				Jobs: jobsOf(failedByService(running(PartInputsFiler), ago(241*time.Second)))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+				Jobs: jobsOf(failedByService(running(taskmeta.PartInputsFiler), ago(241*time.Second)))},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 		},
@@ -725,11 +726,11 @@ func TestDecide(t *testing.T) {
 		// Pods that aren't scheduled.
 		{
 			name: "What it does §13: an executor whose pod wasn't scheduled within TESK_MAX_QUEUE_SECONDS, and never ran, is deleted: SYSTEM_ERROR",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(unschedulablePod("ex-00", ago(time.Hour)))},
 			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
-			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, PartPVC)},
+			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check: func(t *testing.T, p Plan) {
@@ -745,17 +746,17 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
-			name: "What it does §13: an unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			name: "What it does §13: an taskmeta.Unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
 			cfg:   func(c *Config) { c.MaxQueue = time.Hour },
 			state: StateQueued,
 		},
 		{
 			name: "What it does §13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), func() *batchv1.Job { j := running("ex-00"); j.Status.Failed = 1; return j }()),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job { j := running("ex-00"); j.Status.Failed = 1; return j }()),
 				Pods: pods(unschedulablePod("ex-00", ago(2*time.Hour)))},
 			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
 			actions: []Action{act(FailJob, "ex-00")},
@@ -763,8 +764,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §13: an executor job with a pod that ran before is failed and kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(podOf("ex-00", corev1.PodFailed, ago(3*time.Hour)), unschedulablePod("ex-00", ago(2*time.Hour)))},
 			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
 			actions: []Action{act(FailJob, "ex-00")},
@@ -772,17 +773,17 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "What it does §13: a filer job whose pod wasn't scheduled in time is failed and kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler)),
-				Jobs: jobsOf(running(PartInputsFiler)),
-				Pods: pods(unschedulablePod(PartInputsFiler, ago(2*time.Hour)))},
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+				Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
+				Pods: pods(unschedulablePod(taskmeta.PartInputsFiler, ago(2*time.Hour)))},
 			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
-			actions: []Action{act(FailJob, PartInputsFiler)},
+			actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
 			state:   StateInitializing,
 		},
 		{
-			name: "What it does §13: without TESK_MAX_QUEUE_SECONDS an unschedulable pod waits forever, QUEUED",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(PartInputsFiler), running("ex-00")),
+			name: "What it does §13: without TESK_MAX_QUEUE_SECONDS an taskmeta.Unschedulable pod waits forever, QUEUED",
+			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 				Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},
 			state: StateQueued,
 		},
@@ -790,8 +791,8 @@ func TestDecide(t *testing.T) {
 		// The record.
 		{
 			name:    "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
-			obs:     Observed{Event: "ev", Anchor: anchorWith(nil, AnnotationProgress, "{not json")},
-			actions: []Action{{Kind: DeletePVC, Part: PartPVC}},
+			obs:     Observed{Event: "ev", Anchor: anchorWith(nil, taskmeta.AnnotationProgress, "{not json")},
+			actions: []Action{{Kind: DeletePVC, Part: taskmeta.PartPVC}},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
@@ -858,7 +859,7 @@ func TestDecideStepsThroughATask(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		now = now.Add(2 * time.Minute)
 		obs := Observed{Event: fmt.Sprintf("ev-%d", i), Anchor: anchor, Jobs: jobs, Pods: pods()}
-		if _, ok := anchor.Annotations[AnnotationProgress]; !ok {
+		if _, ok := anchor.Annotations[taskmeta.AnnotationProgress]; !ok {
 			obs.Spec = spec
 		}
 		p := Decide(obs, DefaultConfig(), now)
@@ -867,7 +868,7 @@ func TestDecideStepsThroughATask(t *testing.T) {
 			t.Fatalf("a duplicate event decided %v, the first %v", dup.Actions, p.Actions)
 		}
 		if p.Progress != nil {
-			anchor.Annotations[AnnotationProgress] = p.Progress.String()
+			anchor.Annotations[taskmeta.AnnotationProgress] = p.Progress.String()
 		}
 		for _, a := range p.Actions {
 			switch a.Kind {
@@ -882,11 +883,11 @@ func TestDecideStepsThroughATask(t *testing.T) {
 			if p.Final.State != StateComplete {
 				t.Fatalf("the task ended %+v", *p.Final)
 			}
-			want := []string{PartPVC, PartInputsFiler, "ex-00", "ex-01", "ex-02", PartOutputsFiler}
+			want := []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01", "ex-02", taskmeta.PartOutputsFiler}
 			if !slices.Equal(created, want) {
 				t.Errorf("created %v, want %v", created, want)
 			}
-			if got := kindsAndParts(p.Actions); !slices.Equal(got, []Action{act(RecordOutputFileLogs, PartOutputsFiler), act(DeletePVC, PartPVC)}) {
+			if got := kindsAndParts(p.Actions); !slices.Equal(got, []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)}) {
 				t.Errorf("last actions %v", got)
 			}
 			return
@@ -899,15 +900,15 @@ func TestStatusOf(t *testing.T) {
 	cases := []struct {
 		name  string
 		conds []batchv1.JobConditionType
-		want  JobStatus
+		want  taskmeta.JobStatus
 	}{
-		{"What it does §10: no condition is running", nil, JobRunning},
-		{"What it does §10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, JobFailed},
-		{"What it does §10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, JobFailed},
-		{"What it does §10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, JobComplete},
-		{"What it does §10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, JobComplete},
-		{"What it does §10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, JobRunning},
-		{"What it does §10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, JobFailed},
+		{"What it does §10: no condition is running", nil, taskmeta.JobRunning},
+		{"What it does §10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, taskmeta.JobFailed},
+		{"What it does §10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, taskmeta.JobFailed},
+		{"What it does §10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, taskmeta.JobComplete},
+		{"What it does §10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, taskmeta.JobComplete},
+		{"What it does §10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, taskmeta.JobRunning},
+		{"What it does §10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, taskmeta.JobFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -915,8 +916,8 @@ func TestStatusOf(t *testing.T) {
 			for _, ct := range c.conds {
 				cs = append(cs, cond(ct, t0))
 			}
-			if got := StatusOf(jobOf("ex-00", cs...)); got != c.want {
-				t.Errorf("StatusOf = %v, want %v", got, c.want)
+			if got := taskmeta.StatusOf(jobOf("ex-00", cs...)); got != c.want {
+				t.Errorf("taskmeta.StatusOf = %v, want %v", got, c.want)
 			}
 		})
 	}
@@ -933,7 +934,7 @@ func TestStuckReason(t *testing.T) {
 		{"ImagePullBackOff of an init container", waiting("ex-00", t0, t0, "ImagePullBackOff", true), "ImagePullBackOff", true},
 		{"InvalidImageName", waiting("ex-00", t0, t0, "InvalidImageName", false), "InvalidImageName", true},
 		{"CreateContainerConfigError", waiting("ex-00", t0, t0, "CreateContainerConfigError", false), "CreateContainerConfigError", true},
-		{"unschedulable", unschedulablePod("ex-00", t0), corev1.PodReasonUnschedulable, true},
+		{"taskmeta.Unschedulable", unschedulablePod("ex-00", t0), corev1.PodReasonUnschedulable, true},
 		{"ContainerCreating is not stuck", waiting("ex-00", t0, t0, "ContainerCreating", false), "", false},
 		{"a running pod is not stuck", podOf("ex-00", corev1.PodRunning, t0), "", false},
 		{"a pod being deleted is not stuck", func() *corev1.Pod {
@@ -944,9 +945,9 @@ func TestStuckReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			reason, _, stuck := StuckReason(c.pod)
+			reason, _, stuck := taskmeta.StuckReason(c.pod)
 			if reason != c.reason || stuck != c.stuck {
-				t.Errorf("StuckReason = %q, %v; want %q, %v", reason, stuck, c.reason, c.stuck)
+				t.Errorf("taskmeta.StuckReason = %q, %v; want %q, %v", reason, stuck, c.reason, c.stuck)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -22,7 +23,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 	var spec *taskspec.Task
 	if len(input) > 0 {
 		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: task, Namespace: ns, Labels: map[string]string{LabelTask: task}},
+			ObjectMeta: metav1.ObjectMeta{Name: task, Namespace: ns, Labels: map[string]string{taskmeta.LabelTask: task}},
 			BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskspec.Gzip(input)},
 		}
 		var bad error
@@ -32,7 +33,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			// sweep see it; the event is answered 400 (behaviour §8.5).
 			final := &Final{State: StateSystemError, Reason: bad.Error()}
 			cm.Annotations = finalAnnotations(final, r.now())
-			cm.Annotations[AnnotationTTL] = TTLValue(r.Config.TaskTTL)
+			cm.Annotations[taskmeta.AnnotationTTL] = TTLValue(r.Config.TaskTTL)
 		}
 		err := r.call(ctx, func(ctx context.Context) error {
 			_, err := r.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
@@ -70,13 +71,13 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 	if err != nil {
 		return res, err
 	}
-	if state := anchor.Annotations[AnnotationState]; state != "" {
+	if state := anchor.Annotations[taskmeta.AnnotationState]; state != "" {
 		res.State = state
 		res.Message = fmt.Sprintf("the task already ended (%s); nothing to cancel", state)
 		return res, nil
 	}
-	if anchor.Labels[LabelStatus] != StatusCancelled {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelStatus: StatusCancelled}}})
+	if anchor.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}}})
 		err := r.call(ctx, func(ctx context.Context) error {
 			_, err := r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, task, types.MergePatchType, patch, metav1.PatchOptions{})
 			return err

@@ -28,6 +28,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/pkg/logging"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -202,7 +203,7 @@ func patchSummary(patch []byte) string {
 				continue
 			}
 			if prefix == "metadata.annotations" || prefix == "metadata.labels" {
-				keys = append(keys, strings.TrimPrefix(k, annotationPrefix))
+				keys = append(keys, strings.TrimPrefix(k, taskmeta.AnnotationPrefix))
 				continue
 			}
 			p := k
@@ -229,7 +230,7 @@ func (f *fakeAPI) anchor() *corev1.ConfigMap {
 
 func (f *fakeAPI) progress() Progress {
 	f.t.Helper()
-	p, err := ParseProgress(f.anchor().Annotations[AnnotationProgress])
+	p, err := ParseProgress(f.anchor().Annotations[taskmeta.AnnotationProgress])
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func (f *fakeAPI) progress() Progress {
 }
 
 func (f *fakeAPI) job(part string) *batchv1.Job {
-	j, err := f.BatchV1().Jobs(testNS).Get(context.Background(), ObjectName(testTask, part), metav1.GetOptions{})
+	j, err := f.BatchV1().Jobs(testNS).Get(context.Background(), taskmeta.ObjectName(testTask, part), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -74,7 +75,7 @@ func withOutput(t *taskspec.Task) {
 func withVolume(t *taskspec.Task) { t.Volumes = append(t.Volumes, "/scratch") }
 
 // fullParts is the sequence of a task with inputs, two executors and outputs.
-var fullParts = []string{PartPVC, PartInputsFiler, "ex-00", "ex-01", PartOutputsFiler}
+var fullParts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01", taskmeta.PartOutputsFiler}
 
 // progressOf is a progress record with the given parts started, the last of
 // them recorded by event ev at time at.
@@ -94,11 +95,11 @@ func anchorWith(p *Progress, kv ...string) metav1.ObjectMeta {
 		Namespace:         testNS,
 		UID:               testUID,
 		CreationTimestamp: metav1.NewTime(ago(time.Hour)),
-		Labels:            map[string]string{LabelTask: testTask},
+		Labels:            map[string]string{taskmeta.LabelTask: testTask},
 		Annotations:       map[string]string{},
 	}
 	if p != nil {
-		m.Annotations[AnnotationProgress] = p.String()
+		m.Annotations[taskmeta.AnnotationProgress] = p.String()
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Annotations[kv[i]] = kv[i+1]
@@ -107,7 +108,7 @@ func anchorWith(p *Progress, kv ...string) metav1.ObjectMeta {
 }
 
 func cancelled(m metav1.ObjectMeta) metav1.ObjectMeta {
-	m.Labels[LabelStatus] = StatusCancelled
+	m.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
 	return m
 }
 
@@ -120,9 +121,9 @@ func cond(t batchv1.JobConditionType, at time.Time) batchv1.JobCondition {
 func jobOf(part string, conds ...batchv1.JobCondition) *batchv1.Job {
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            ObjectName(testTask, part),
+			Name:            taskmeta.ObjectName(testTask, part),
 			Namespace:       testNS,
-			Labels:          map[string]string{LabelTask: testTask},
+			Labels:          map[string]string{taskmeta.LabelTask: testTask},
 			Annotations:     map[string]string{},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: testTask, UID: testUID}},
 		},
@@ -153,7 +154,9 @@ func annotate(j *batchv1.Job, kv ...string) *batchv1.Job {
 	return j
 }
 
-func ignoring(j *batchv1.Job) *batchv1.Job { return annotate(j, AnnotationIgnoreError, "true") }
+func ignoring(j *batchv1.Job) *batchv1.Job {
+	return annotate(j, taskmeta.AnnotationIgnoreError, "true")
+}
 
 func deleting(j *batchv1.Job) *batchv1.Job {
 	ts := metav1.NewTime(ago(time.Second))
@@ -165,13 +168,13 @@ func deleting(j *batchv1.Job) *batchv1.Job {
 func failedByService(j *batchv1.Job, at time.Time) *batchv1.Job {
 	one := int64(1)
 	j.Spec.ActiveDeadlineSeconds = &one
-	return annotate(j, AnnotationFailed, "Pod couldn't start", AnnotationFailedAt, at.Format(time.RFC3339))
+	return annotate(j, taskmeta.AnnotationFailed, "Pod couldn't start", taskmeta.AnnotationFailedAt, at.Format(time.RFC3339))
 }
 
 func jobsOf(js ...*batchv1.Job) map[string]*batchv1.Job {
 	m := map[string]*batchv1.Job{}
 	for _, j := range js {
-		_, part, ok := SplitJobName(j.Name)
+		_, part, ok := taskmeta.SplitJobName(j.Name)
 		if !ok {
 			panic("not a task's job: " + j.Name)
 		}
@@ -182,13 +185,13 @@ func jobsOf(js ...*batchv1.Job) map[string]*batchv1.Job {
 
 // podOf is a pod of the part's job, created at the given time.
 func podOf(part string, phase corev1.PodPhase, created time.Time) *corev1.Pod {
-	job := ObjectName(testTask, part)
+	job := taskmeta.ObjectName(testTask, part)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              job + "-x7k2q",
 			Namespace:         testNS,
 			CreationTimestamp: metav1.NewTime(created),
-			Labels:            map[string]string{LabelTask: testTask, batchv1.JobNameLabel: job, "job-name": job},
+			Labels:            map[string]string{taskmeta.LabelTask: testTask, batchv1.JobNameLabel: job, "job-name": job},
 		},
 		Status: corev1.PodStatus{Phase: phase},
 	}

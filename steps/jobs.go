@@ -3,48 +3,11 @@ package steps
 import (
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// JobStatus is a job's state as the taskmaster reads its conditions: Failed
-// or FailureTarget is failed, Complete or SuccessCriteriaMet is complete;
-// other conditions (e.g. Suspended) leave it running.
-type JobStatus int
-
-const (
-	JobRunning JobStatus = iota
-	JobComplete
-	JobFailed
-)
-
-func (s JobStatus) String() string {
-	return [...]string{"running", "complete", "failed"}[s]
-}
-
-// StatusOf returns a job's status.
-func StatusOf(j *batchv1.Job) JobStatus {
-	failed, complete := false, false
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobFailed, batchv1.JobFailureTarget:
-			failed = true
-		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
-			complete = true
-		}
-	}
-	switch {
-	case failed:
-		return JobFailed
-	case complete:
-		return JobComplete
-	}
-	return JobRunning
-}
 
 // IsMarkedFailed reports whether Kubernetes has marked the job Failed, which
 // it does only once the job's pods have ended (after FailureTarget).
@@ -80,7 +43,7 @@ func hasCondition(j *batchv1.Job, t batchv1.JobConditionType) bool {
 // run. activeDeadlineSeconds 1 is the mark, also of a job failed by an
 // earlier release.
 func EndedByService(j *batchv1.Job) bool {
-	if _, ok := j.Annotations[AnnotationFailed]; ok {
+	if _, ok := j.Annotations[taskmeta.AnnotationFailed]; ok {
 		return true
 	}
 	return j.Spec.ActiveDeadlineSeconds != nil && *j.Spec.ActiveDeadlineSeconds == 1
@@ -88,12 +51,14 @@ func EndedByService(j *batchv1.Job) bool {
 
 // failedAt is when the service failed the job, if it did.
 func failedAt(j *batchv1.Job) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, j.Annotations[AnnotationFailedAt])
+	t, err := time.Parse(time.RFC3339, j.Annotations[taskmeta.AnnotationFailedAt])
 	return t, err == nil
 }
 
 // IgnoresErrors reports whether the executor's job has ignore-error: "true".
-func IgnoresErrors(j *batchv1.Job) bool { return j.Annotations[AnnotationIgnoreError] == "true" }
+func IgnoresErrors(j *batchv1.Job) bool {
+	return j.Annotations[taskmeta.AnnotationIgnoreError] == "true"
+}
 
 // isGone reports whether the job is being deleted.
 func isGone(j *batchv1.Job) bool { return j.DeletionTimestamp != nil }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -95,7 +96,7 @@ func OutputFileLogs(t *taskspec.Task, log string) (string, []Note, error) {
 func ParseFileLogs(s string) ([]FileLog, error) {
 	var logs []FileLog
 	if err := json.Unmarshal([]byte(s), &logs); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", AnnotationOutputFileLogs, err)
+		return nil, fmt.Errorf("annotation %s: %w", taskmeta.AnnotationOutputFileLogs, err)
 	}
 	return logs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -12,7 +13,7 @@ import (
 // docs/behaviour.md.
 
 func endedAt(p *Progress, state string, at time.Time, kv ...string) metav1.ObjectMeta {
-	return anchorWith(p, append([]string{AnnotationState, state, AnnotationEnded, at.Format(time.RFC3339)}, kv...)...)
+	return anchorWith(p, append([]string{taskmeta.AnnotationState, state, taskmeta.AnnotationEnded, at.Format(time.RFC3339)}, kv...)...)
 }
 
 func TestEndedTaskPolicy(t *testing.T) {
@@ -20,30 +21,30 @@ func TestEndedTaskPolicy(t *testing.T) {
 	runDecideCases(t, []decideCase{
 		{
 			name:    "behaviour §4.2: a task that ended its TTL ago is deleted",
-			obs:     Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(time.Hour), AnnotationTTL, "3600")},
+			obs:     Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(time.Hour), taskmeta.AnnotationTTL, "3600")},
 			actions: []Action{act(DeleteTask, "")},
 			state:   StateComplete,
 		},
 		{
 			name:  "behaviour §4.2: a task that ended less than its TTL ago is kept",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(59*time.Minute), AnnotationTTL, "3600")},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(59*time.Minute), taskmeta.AnnotationTTL, "3600")},
 			state: StateComplete,
 		},
 		{
 			name:    "behaviour §4.2: with a TTL of 0 an ended task is deleted at once",
-			obs:     Observed{Event: "ev", Anchor: endedAt(nil, StateCanceled, t0, AnnotationTTL, "0")},
+			obs:     Observed{Event: "ev", Anchor: endedAt(nil, StateCanceled, t0, taskmeta.AnnotationTTL, "0")},
 			actions: []Action{act(DeleteTask, "")},
 			state:   StateCanceled,
 		},
 		{
 			name:  "behaviour §4.2: the TTL is the task's own: a lower TASK_TTL_SECONDS set later does not shorten it",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(time.Hour), AnnotationTTL, "86400")},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(time.Hour), taskmeta.AnnotationTTL, "86400")},
 			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Second) },
 			state: StateComplete,
 		},
 		{
 			name:  "behaviour §4.2: a task that started without a TTL keeps it after TASK_TTL_SECONDS is set",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(1000*time.Hour), AnnotationTTL, noTTL)},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, noTTL)},
 			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Second) },
 			state: StateComplete,
 		},
@@ -55,7 +56,7 @@ func TestEndedTaskPolicy(t *testing.T) {
 		},
 		{
 			name:  "behaviour §4.2: a TTL that does not parse is none",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(1000*time.Hour), AnnotationTTL, "-1")},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, "-1")},
 			state: StateComplete,
 		},
 	})
@@ -77,7 +78,7 @@ func TestTTLIsRecordedByTheFirstWrite(t *testing.T) {
 		{"at submission, without TASK_TTL_SECONDS", Observed{Event: "ev", Anchor: anchorWith(nil), Spec: spec}, nil, noTTL},
 		{"a task cancelled before it was submitted", Observed{Event: "ev", Anchor: cancelled(anchorWith(nil))}, hour, "3600"},
 		{"a task that can never run", Observed{Event: "ev", Anchor: anchorWith(nil), Unreadable: "invalid task: x"}, hour, "3600"},
-		{"a later step leaves the recorded TTL", Observed{Event: "ev", Anchor: anchorWith(ptr(progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")), AnnotationTTL, "60"),
+		{"a later step leaves the recorded TTL", Observed{Event: "ev", Anchor: anchorWith(ptr(progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")), taskmeta.AnnotationTTL, "60"),
 			Jobs: jobsOf(completed("ex-00"))}, hour, ""},
 		{"a step that writes nothing records nothing", Observed{Event: "ev", Anchor: anchorWith(nil)}, hour, ""},
 	}
@@ -112,15 +113,15 @@ func TestSubmissionPolicy(t *testing.T) {
 }
 
 func TestRejectedPVCPolicy(t *testing.T) {
-	prog := progressOf(fullParts, "ev-1", ago(time.Second), PartPVC, PartInputsFiler).
-		withEnded(PartPVC, "Creating the task's volume claim was rejected: exceeded quota")
+	prog := progressOf(fullParts, "ev-1", ago(time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler).
+		withEnded(taskmeta.PartPVC, "Creating the task's volume claim was rejected: exceeded quota")
 	runDecideCases(t, []decideCase{
 		{
 			name: "behaviour §8.6: a claim the API server rejected stops the task at once, also on a redelivery of the event that recorded it",
 			obs:  Observed{Event: "ev-1", Anchor: anchorWith(&prog)},
 			// The claim's deletion is harmless (NotFound counts as done);
 			// neither the claim nor the filer is created again.
-			actions: []Action{act(DeletePVC, PartPVC)},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateSystemError,
 			state:   StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "exceeded quota") },
@@ -138,7 +139,7 @@ func TestCancelPolicy(t *testing.T) {
 	recent := deleting(running("ex-00"))
 	recent.DeletionTimestamp = ptr(metav1.NewTime(ago(DefaultPodTimeout - time.Second)))
 	kept := deleted("ex-00").withKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
-	keptPVC := progressOf(append([]string{PartPVC}, parts...), "ev-1", ago(time.Hour), PartPVC, "ex-00").
+	keptPVC := progressOf(append([]string{taskmeta.PartPVC}, parts...), "ev-1", ago(time.Hour), taskmeta.PartPVC, "ex-00").
 		withEnded("ex-00", "Task cancelled").withKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
 	runDecideCases(t, []decideCase{
 		{
@@ -167,7 +168,7 @@ func TestCancelPolicy(t *testing.T) {
 		{
 			name:    "behaviour §8.3: the PVC of a task whose job's deletion was rejected is deleted as for any cancelled task",
 			obs:     Observed{Event: "ev", Anchor: cancelled(anchorWith(&keptPVC)), Jobs: jobsOf(running("ex-00"))},
-			actions: []Action{act(DeletePVC, PartPVC)},
+			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 			final:   StateCanceled,
 			state:   StateCanceled,
 		},
@@ -175,7 +176,7 @@ func TestCancelPolicy(t *testing.T) {
 			name:    "behaviour §8.3: with KEEP_FAILED_PVC it is kept and released from the task",
 			obs:     Observed{Event: "ev", Anchor: cancelled(anchorWith(&keptPVC)), Jobs: jobsOf(running("ex-00"))},
 			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(ReleasePVC, PartPVC)},
+			actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
 			final:   StateCanceled,
 			state:   StateCanceled,
 		},

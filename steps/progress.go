@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
 // Progress is the task's record on its anchor. A part is added to Started
@@ -53,7 +55,7 @@ func ParseProgress(s string) (Progress, error) {
 		return p, nil
 	}
 	if err := json.Unmarshal([]byte(s), &p); err != nil {
-		return p, fmt.Errorf("annotation %s: %w", AnnotationProgress, err)
+		return p, fmt.Errorf("annotation %s: %w", taskmeta.AnnotationProgress, err)
 	}
 	return p, nil
 }
@@ -120,7 +122,7 @@ func (p Progress) withFailing(part string) Progress {
 func (p Progress) Running() []string {
 	var parts []string
 	for _, part := range p.Started {
-		if part != PartPVC && !p.IsDone(part) {
+		if part != taskmeta.PartPVC && !p.IsDone(part) {
 			parts = append(parts, part)
 		}
 	}

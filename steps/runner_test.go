@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,7 @@ func TestClassify(t *testing.T) {
 func stuckTask() []runtime.Object {
 	prog := progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")
 	pod := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ImagePullBackOff", false)
-	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, AnnotationTTL, noTTL)), owned(running("ex-00")), pod}
+	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), owned(running("ex-00")), pod}
 }
 
 func TestFailingAJob(t *testing.T) {
@@ -69,7 +70,7 @@ func TestFailingAJob(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			api := newFakeAPI(t, stuckTask()...)
-			api.inject("patch", "jobs", ObjectName(testTask, "ex-00"), c.err, 0)
+			api.inject("patch", "jobs", taskmeta.ObjectName(testTask, "ex-00"), c.err, 0)
 			res, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-pod", Pods: true})
 			if c.want == Rejected {
 				// behaviour §1.12: only a rejection falls back to deleting
@@ -84,8 +85,8 @@ func TestFailingAJob(t *testing.T) {
 					t.Error("the job whose failing was rejected is not deleted")
 				}
 				a := api.anchor()
-				if a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], "was rejected") {
-					t.Errorf("final %q %q, want SYSTEM_ERROR saying the failing was rejected", a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+				if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], "was rejected") {
+					t.Errorf("final %q %q, want SYSTEM_ERROR saying the failing was rejected", a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 				}
 				return
 			}
@@ -100,7 +101,7 @@ func TestFailingAJob(t *testing.T) {
 			if api.job("ex-00") == nil {
 				t.Error("the job is gone")
 			}
-			if s := api.anchor().Annotations[AnnotationState]; s != "" {
+			if s := api.anchor().Annotations[taskmeta.AnnotationState]; s != "" {
 				t.Errorf("final state %s written", s)
 			}
 			if !api.progress().IsFailing("ex-00") {
@@ -121,16 +122,16 @@ func TestFailingAJob(t *testing.T) {
 
 // cancelledTask is a cancelled task with a PVC and a running executor.
 func cancelledTask() []runtime.Object {
-	prog := progressOf([]string{PartPVC, "ex-00"}, "ev-0", ago(time.Hour), PartPVC, "ex-00")
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: PVCName(testTask), Namespace: testNS}}
-	return []runtime.Object{anchorObject(taskWith(1), cancelled(anchorWith(&prog, AnnotationTTL, noTTL))), owned(running("ex-00")), pvc}
+	prog := progressOf([]string{taskmeta.PartPVC, "ex-00"}, "ev-0", ago(time.Hour), taskmeta.PartPVC, "ex-00")
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: taskmeta.PVCName(testTask), Namespace: testNS}}
+	return []runtime.Object{anchorObject(taskWith(1), cancelled(anchorWith(&prog, taskmeta.AnnotationTTL, noTTL))), owned(running("ex-00")), pvc}
 }
 
 func TestCancelWhenDeletingIsRejected(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("KEEP_FAILED_PVC=%v", keep), func(t *testing.T) {
 			api := newFakeAPI(t, cancelledTask()...)
-			api.inject("delete", "jobs", ObjectName(testTask, "ex-00"), errDenied, 0)
+			api.inject("delete", "jobs", taskmeta.ObjectName(testTask, "ex-00"), errDenied, 0)
 			cfg := DefaultConfig()
 			cfg.KeepFailedPVC = keep
 			res, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
@@ -158,10 +159,10 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 				t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			a := api.anchor()
-			if res.State != StateCanceled || a.Annotations[AnnotationState] != StateCanceled {
-				t.Errorf("state %s, written %q; want CANCELED", res.State, a.Annotations[AnnotationState])
+			if res.State != StateCanceled || a.Annotations[taskmeta.AnnotationState] != StateCanceled {
+				t.Errorf("state %s, written %q; want CANCELED", res.State, a.Annotations[taskmeta.AnnotationState])
 			}
-			if r := a.Annotations[AnnotationReason]; !strings.Contains(r, "Task cancelled\nDeleting job 'task-1234abcd-ex-00' was rejected") {
+			if r := a.Annotations[taskmeta.AnnotationReason]; !strings.Contains(r, "Task cancelled\nDeleting job 'task-1234abcd-ex-00' was rejected") {
 				t.Errorf("reason %q, want the cancel and a line naming the kept job", r)
 			}
 			// A later event changes nothing.
@@ -188,7 +189,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 			if err == nil || !IsTransient(err) {
 				t.Fatalf("Reconcile: %v; want an error to try again", err)
 			}
-			if s := api.anchor().Annotations[AnnotationState]; s != "" {
+			if s := api.anchor().Annotations[taskmeta.AnnotationState]; s != "" {
 				t.Errorf("final state %s written while the delete may still pass", s)
 			}
 			if n := api.count("patch", "jobs", ""); n != 0 {
@@ -205,7 +206,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 // for two hours, and never ran.
 func unschedulableTask() []runtime.Object {
 	prog := progressOf([]string{"ex-00"}, "ev-0", ago(2*time.Hour), "ex-00")
-	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, AnnotationTTL, noTTL)), owned(running("ex-00")), unschedulablePod("ex-00", ago(2*time.Hour))}
+	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), owned(running("ex-00")), unschedulablePod("ex-00", ago(2*time.Hour))}
 }
 
 func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
@@ -222,10 +223,10 @@ func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
 			t.Fatalf("job %+v, want it kept with activeDeadlineSeconds 1", j)
 		}
 		a := api.anchor()
-		lines := strings.Split(a.Annotations[AnnotationReason], "\n")
-		if a.Annotations[AnnotationState] != StateSystemError || len(lines) != 2 ||
+		lines := strings.Split(a.Annotations[taskmeta.AnnotationReason], "\n")
+		if a.Annotations[taskmeta.AnnotationState] != StateSystemError || len(lines) != 2 ||
 			!strings.Contains(lines[0], "wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu.") || !strings.Contains(lines[1], "it is kept") {
-			t.Errorf("final %q %q, want SYSTEM_ERROR with the scheduler's message and the kept job", a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+			t.Errorf("final %q %q, want SYSTEM_ERROR with the scheduler's message and the kept job", a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 		}
 		if n := api.count("delete", "jobs", ""); n != 1 {
 			t.Errorf("%d deletes, want 1", n)
@@ -239,8 +240,8 @@ func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := api.anchor()
-		if a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], "and so was failing it") {
-			t.Errorf("final %q %q", a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+		if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], "and so was failing it") {
+			t.Errorf("final %q %q", a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 		}
 	})
 }
@@ -255,9 +256,9 @@ func input(t *testing.T) json.RawMessage {
 }
 
 func TestRejectedVolumeClaim(t *testing.T) {
-	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, PVCName(testTask),
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, taskmeta.PVCName(testTask),
 		errors.New("exceeded quota: storage, requested: requests.storage=2Gi, used: requests.storage=9Gi, limited: requests.storage=10Gi"))
-	class := apierrors.NewInvalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, PVCName(testTask),
+	class := apierrors.NewInvalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, taskmeta.PVCName(testTask),
 		field.ErrorList{field.Invalid(field.NewPath("spec", "storageClassName"), "Fast_SSD", "a lowercase RFC 1123 subdomain must consist of ...")})
 	for _, c := range []struct {
 		name string
@@ -275,8 +276,8 @@ func TestRejectedVolumeClaim(t *testing.T) {
 				t.Fatalf("Submit: %v", err)
 			}
 			a := api.anchor()
-			if res.State != StateSystemError || a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], c.want) {
-				t.Errorf("state %s, final %q %q; want SYSTEM_ERROR with the API server's message", res.State, a.Annotations[AnnotationState], a.Annotations[AnnotationReason])
+			if res.State != StateSystemError || a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], c.want) {
+				t.Errorf("state %s, final %q %q; want SYSTEM_ERROR with the API server's message", res.State, a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 			}
 			if n := api.count("create", "persistentvolumeclaims", ""); n != 1 {
 				t.Errorf("%d creates of the claim, want 1", n)
@@ -321,10 +322,10 @@ func TestCreateFailsAfterTheRecord(t *testing.T) {
 			}
 			// Another event (not the one that recorded it) never creates
 			// it: once it is deleted, the task stops.
-			if err := api.BatchV1().Jobs(testNS).Delete(ctx, ObjectName(testTask, "ex-00"), metav1.DeleteOptions{}); err != nil {
+			if err := api.BatchV1().Jobs(testNS).Delete(ctx, taskmeta.ObjectName(testTask, "ex-00"), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", GoneJob: ObjectName(testTask, "ex-00")})
+			res, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", GoneJob: taskmeta.ObjectName(testTask, "ex-00")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,7 +404,7 @@ func TestTasksThatCanNeverRun(t *testing.T) {
 			t.Errorf("error %v, want bad input (400)", err)
 		}
 		a := api.anchor()
-		if a.Annotations[AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[AnnotationReason], reason) || a.Annotations[AnnotationTTL] != "3600" {
+		if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], reason) || a.Annotations[taskmeta.AnnotationTTL] != "3600" {
 			t.Errorf("anchor %v, want SYSTEM_ERROR saying %q, with its TTL", a.Annotations, reason)
 		}
 		if n := api.count("create", "jobs", "") + api.count("create", "persistentvolumeclaims", ""); n != 0 {

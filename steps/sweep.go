@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ type SweepResult struct {
 var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 // taskLabelExists selects every object of every task.
-const taskLabelExists = LabelTask
+const taskLabelExists = taskmeta.LabelTask
 
 // Sweep looks at every task of a namespace at once and acts on what is due:
 // pods that cannot start or be scheduled in time, jobs failed but not yet
@@ -65,13 +66,13 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 
 	jobsOf := map[string][]batchv1.Job{}
 	for _, j := range jobs.Items {
-		t := j.Labels[LabelTask]
+		t := j.Labels[taskmeta.LabelTask]
 		jobsOf[t] = append(jobsOf[t], j)
 	}
 	podsOf := map[string][]*corev1.Pod{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		t := p.Labels[LabelTask]
+		t := p.Labels[taskmeta.LabelTask]
 		podsOf[t] = append(podsOf[t], p)
 	}
 
@@ -79,14 +80,14 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	var errs []error
 	for i := range anchors.Items {
 		meta := anchors.Items[i].ObjectMeta
-		if meta.Labels[LabelTask] != meta.Name {
+		if meta.Labels[taskmeta.LabelTask] != meta.Name {
 			continue // a ConfigMap that is not a task's anchor
 		}
 		res.Tasks++
-		if meta.Annotations[AnnotationState] == "" {
+		if meta.Annotations[taskmeta.AnnotationState] == "" {
 			res.Active++
 		}
-		if _, ok := meta.Annotations[AnnotationProgress]; !ok && meta.Labels[LabelStatus] != StatusCancelled && meta.Annotations[AnnotationState] == "" {
+		if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && meta.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled && meta.Annotations[taskmeta.AnnotationState] == "" {
 			continue // not submitted yet: its task.submitted event decides
 		}
 		obs := Observed{

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,29 +62,29 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		Outputs:   []FileLog{},
 		StartTime: rfc3339(anchor.CreationTimestamp.Time),
 	}
-	if ended := anchor.Annotations[AnnotationEnded]; ended != "" {
+	if ended := anchor.Annotations[taskmeta.AnnotationEnded]; ended != "" {
 		log.EndTime = ended
 	}
-	if reason := anchor.Annotations[AnnotationReason]; reason != "" {
+	if reason := anchor.Annotations[taskmeta.AnnotationReason]; reason != "" {
 		log.SystemLogs = strings.Split(reason, "\n")
 	}
 	var execParts []string
 	for part := range jobs {
-		if _, ok := ExecutorIndex(part); ok {
+		if _, ok := taskmeta.ExecutorIndex(part); ok {
 			execParts = append(execParts, part)
 		}
 	}
 	// In the executors' order: ex-100 comes after ex-99.
 	sort.Slice(execParts, func(i, k int) bool {
-		a, _ := ExecutorIndex(execParts[i])
-		b, _ := ExecutorIndex(execParts[k])
+		a, _ := taskmeta.ExecutorIndex(execParts[i])
+		b, _ := taskmeta.ExecutorIndex(execParts[k])
 		return a < b
 	})
 	for _, part := range execParts {
 		log.Logs = append(log.Logs, executorLog(jobs[part], podsOfJob(pods, jobs[part].Name)))
 	}
-	if j := jobs[PartOutputsFiler]; j != nil {
-		if v := j.Annotations[AnnotationOutputFileLogs]; v != "" {
+	if j := jobs[taskmeta.PartOutputsFiler]; j != nil {
+		if v := j.Annotations[taskmeta.AnnotationOutputFileLogs]; v != "" {
 			if files, err := ParseFileLogs(v); err == nil {
 				log.Outputs = files
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ func terminatedPod(part string, created, startedAt, finishedAt time.Time, code i
 		phase = corev1.PodFailed
 	}
 	p := podOf(part, phase, created)
-	p.Name = fmt.Sprintf("%s-%05d", ObjectName(testTask, part), created.Unix()%100000)
+	p.Name = fmt.Sprintf("%s-%05d", taskmeta.ObjectName(testTask, part), created.Unix()%100000)
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 		ExitCode: code, StartedAt: metav1.NewTime(startedAt), FinishedAt: metav1.NewTime(finishedAt),
 	}}}}
@@ -41,7 +42,7 @@ func TestBuildViewStates(t *testing.T) {
 		return &p
 	}
 	ended := func(state, reason string) metav1.ObjectMeta {
-		return anchorWith(started(fullParts...), AnnotationState, state, AnnotationEnded, rfc(ago(time.Minute)), AnnotationReason, reason)
+		return anchorWith(started(fullParts...), taskmeta.AnnotationState, state, taskmeta.AnnotationEnded, rfc(ago(time.Minute)), taskmeta.AnnotationReason, reason)
 	}
 	cases := []struct {
 		name   string
@@ -52,17 +53,17 @@ func TestBuildViewStates(t *testing.T) {
 		sys    []string
 	}{
 		{"a submitted task not started yet is QUEUED", anchorWith(nil), nil, nil, StateQueued, nil},
-		{"a task whose inputs filer runs is INITIALIZING", anchorWith(started(PartPVC, PartInputsFiler)),
-			jobsOf(running(PartInputsFiler)), pods(runningPod(PartInputsFiler, ago(time.Minute), ago(time.Minute))), StateInitializing, nil},
-		{"a task whose executor runs is RUNNING", anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-			jobsOf(completed(PartInputsFiler), running("ex-00")), pods(runningPod("ex-00", ago(time.Minute), ago(time.Minute))), StateRunning, nil},
-		{"a task whose executor's pod waits to be scheduled is QUEUED", anchorWith(started(PartPVC, PartInputsFiler, "ex-00")),
-			jobsOf(completed(PartInputsFiler), running("ex-00")), pods(unschedulablePod("ex-00", ago(time.Minute))), StateQueued, nil},
+		{"a task whose inputs filer runs is INITIALIZING", anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+			jobsOf(running(taskmeta.PartInputsFiler)), pods(runningPod(taskmeta.PartInputsFiler, ago(time.Minute), ago(time.Minute))), StateInitializing, nil},
+		{"a task whose executor runs is RUNNING", anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+			jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), pods(runningPod("ex-00", ago(time.Minute), ago(time.Minute))), StateRunning, nil},
+		{"a task whose executor's pod waits to be scheduled is QUEUED", anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+			jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), pods(unschedulablePod("ex-00", ago(time.Minute))), StateQueued, nil},
 		{"a completed task is COMPLETE", ended(StateComplete, ""), nil, nil, StateComplete, nil},
 		{"a task whose executor failed is EXECUTOR_ERROR, with why", ended(StateExecutorError, "Job 'x' failed"), nil, nil, StateExecutorError, []string{"Job 'x' failed"}},
 		{"a task stopped by the system is SYSTEM_ERROR, with why", ended(StateSystemError, "Job 'x' was deleted while it ran"), nil, nil, StateSystemError, []string{"Job 'x' was deleted while it ran"}},
-		{"a cancelled task whose jobs are going is CANCELING", cancelled(anchorWith(started(PartPVC, PartInputsFiler, "ex-00"))),
-			jobsOf(completed(PartInputsFiler), deleting(running("ex-00"))), nil, StateCanceling, nil},
+		{"a cancelled task whose jobs are going is CANCELING", cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+			jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00"))), nil, StateCanceling, nil},
 		{"a cancelled task is CANCELED", ended(StateCanceled, "Task cancelled"), nil, nil, StateCanceled, []string{"Task cancelled"}},
 	}
 	for _, c := range cases {
@@ -80,7 +81,7 @@ func TestBuildViewStates(t *testing.T) {
 			if v.CreationTime != rfc(c.anchor.CreationTimestamp.Time) || v.Logs[0].StartTime != v.CreationTime {
 				t.Errorf("creation_time %q start_time %q", v.CreationTime, v.Logs[0].StartTime)
 			}
-			if end := c.anchor.Annotations[AnnotationEnded]; v.Logs[0].EndTime != end {
+			if end := c.anchor.Annotations[taskmeta.AnnotationEnded]; v.Logs[0].EndTime != end {
 				t.Errorf("end_time %q, want %q", v.Logs[0].EndTime, end)
 			}
 		})
@@ -132,7 +133,7 @@ func TestBuildViewExecutorOrder(t *testing.T) {
 	var js []*batchv1.Job
 	var ps []*corev1.Pod
 	for i := 0; i < n; i++ {
-		part := ExecutorPart(i)
+		part := taskmeta.ExecutorPart(i)
 		parts = append(parts, part)
 		js = append(js, completed(part))
 		ps = append(ps, terminatedPod(part, ago(time.Hour), ago(time.Hour), ago(time.Hour), int32(i%256)))
@@ -151,15 +152,15 @@ func TestBuildViewExecutorOrder(t *testing.T) {
 
 func TestBuildViewOutputs(t *testing.T) {
 	files := []FileLog{{URL: "s3://b/out.txt", Path: "/data/out/out.txt", SizeBytes: "5"}}
-	anchor := anchorWith(ptr(progressOf(fullParts, "ev", ago(time.Hour), fullParts...)), AnnotationState, StateComplete, AnnotationEnded, rfc(ago(time.Minute)))
-	outputs := annotate(completed(PartOutputsFiler), AnnotationOutputFileLogs, `[{"url":"s3://b/out.txt","path":"/data/out/out.txt","size_bytes":"5"}]`)
-	v := BuildView(anchor, jobsOf(completed(PartInputsFiler), completed("ex-00"), completed("ex-01"), outputs), nil, DefaultConfig(), t0)
+	anchor := anchorWith(ptr(progressOf(fullParts, "ev", ago(time.Hour), fullParts...)), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, rfc(ago(time.Minute)))
+	outputs := annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, `[{"url":"s3://b/out.txt","path":"/data/out/out.txt","size_bytes":"5"}]`)
+	v := BuildView(anchor, jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), outputs), nil, DefaultConfig(), t0)
 	if !reflect.DeepEqual(v.Logs[0].Outputs, files) {
 		t.Errorf("outputs %+v, want %+v", v.Logs[0].Outputs, files)
 	}
 
 	t.Run("an unreadable annotation gives no outputs", func(t *testing.T) {
-		outputs := annotate(completed(PartOutputsFiler), AnnotationOutputFileLogs, `{broken`)
+		outputs := annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, `{broken`)
 		v := BuildView(anchor, jobsOf(outputs), nil, DefaultConfig(), t0)
 		if v.Logs[0].Outputs == nil || len(v.Logs[0].Outputs) != 0 {
 			t.Errorf("outputs %+v, want an empty list", v.Logs[0].Outputs)

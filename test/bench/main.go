@@ -34,6 +34,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
@@ -209,9 +210,9 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 	a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
 		Namespace: ns, Sink: hs.URL,
 		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: steps.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: steps.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: steps.LabelTask},
+			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
+			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
+			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask},
 		},
 	})
 	if err != nil {
@@ -240,7 +241,7 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 					added[j.Name] = now
 				}
 			}
-			if _, seen := ended[j.Name]; !seen && steps.StatusOf(j) != steps.JobRunning {
+			if _, seen := ended[j.Name]; !seen && taskmeta.StatusOf(j) != taskmeta.JobRunning {
 				ended[j.Name] = now
 			}
 			mu.Unlock()
@@ -491,8 +492,8 @@ func createWaitingTasks(ctx context.Context, c *cluster.Cluster, ns string, from
 				task := fmt.Sprintf("wait-%05d", i)
 				prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
 				cm, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: task, Labels: map[string]string{steps.LabelTask: task},
-						Annotations: map[string]string{steps.AnnotationProgress: prog.String()}},
+					ObjectMeta: metav1.ObjectMeta{Name: task, Labels: map[string]string{taskmeta.LabelTask: task},
+						Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}},
 					BinaryData: map[string][]byte{taskspec.ConfigMapKey: gz},
 				}, metav1.CreateOptions{})
 				if err == nil {

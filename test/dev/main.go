@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -144,18 +145,18 @@ func runDemo(ctx context.Context, c *cluster.Cluster, url, ns string) error {
 }
 
 func jobSummary(ctx context.Context, c *cluster.Cluster, ns, task string) string {
-	jobs, err := c.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: steps.LabelTask + "=" + task})
+	jobs, err := c.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
 	if err != nil {
 		return err.Error()
 	}
 	var parts []string
 	for _, j := range jobs.Items {
-		_, part, _ := steps.SplitJobName(j.Name)
-		parts = append(parts, part+":"+steps.StatusOf(&j).String())
+		_, part, _ := taskmeta.SplitJobName(j.Name)
+		parts = append(parts, part+":"+taskmeta.StatusOf(&j).String())
 	}
 	sort.Strings(parts)
 	pvc := "pvc:none"
-	if p, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, steps.PVCName(task), metav1.GetOptions{}); err == nil {
+	if p, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, taskmeta.PVCName(task), metav1.GetOptions{}); err == nil {
 		pvc = "pvc:" + strings.ToLower(string(p.Status.Phase))
 		if p.DeletionTimestamp != nil {
 			pvc = "pvc:deleting"

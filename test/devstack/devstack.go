@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
 
@@ -89,9 +89,9 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 		Namespace: o.Namespace,
 		Sink:      s.URL,
 		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: steps.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: steps.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: steps.LabelTask},
+			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
+			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
+			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask},
 		},
 	})
 	if err != nil {

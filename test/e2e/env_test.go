@@ -31,6 +31,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -147,9 +148,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 			Namespace: name,
 			Sink:      sink,
 			Resources: []cluster.AdapterResource{
-				{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: steps.LabelTask},
-				{Version: "v1", Resource: "pods", LabelSelector: steps.LabelTask},
-				{Version: "v1", Resource: "configmaps", LabelSelector: steps.LabelTask},
+				{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
+				{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
+				{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask},
 			},
 		})
 		if err != nil {
@@ -271,13 +272,13 @@ func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 }
 
 func (e *env) describeJobs(task string) string {
-	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: steps.LabelTask + "=" + task})
+	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
 	if err != nil {
 		return err.Error()
 	}
 	var b strings.Builder
 	for _, j := range jobs.Items {
-		fmt.Fprintf(&b, "%s:%s", j.Name, steps.StatusOf(&j))
+		fmt.Fprintf(&b, "%s:%s", j.Name, taskmeta.StatusOf(&j))
 		for _, c := range j.Status.Conditions {
 			fmt.Fprintf(&b, "[%s=%s %s]", c.Type, c.Status, c.Reason)
 		}
@@ -295,7 +296,7 @@ func (e *env) job(name string) (*batchv1.Job, error) {
 }
 
 func (e *env) jobNames(task string) []string {
-	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: steps.LabelTask + "=" + task})
+	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func (e *env) jobNames(task string) []string {
 
 // pvcGone reports whether the task's PVC is deleted or being deleted.
 func (e *env) pvcGone(task string) bool {
-	pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), steps.PVCName(task), metav1.GetOptions{})
+	pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{})
 	return err != nil || pvc.DeletionTimestamp != nil
 }
 

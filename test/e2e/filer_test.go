@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 )
@@ -109,7 +110,7 @@ func TestRealFilerThroughS3(t *testing.T) {
 	want := `[{"url":"s3://tes-data/out/result.txt","path":"/data/out/result.txt","size_bytes":"14"},` +
 		`{"url":"s3://tes-data/out/logs/a.log","path":"/data/logs/a.log","size_bytes":"2"},` +
 		`{"url":"s3://tes-data/out/logs/b.log","path":"/data/logs/b.log","size_bytes":"2"}]`
-	if got := out.Annotations[steps.AnnotationOutputFileLogs]; got != want {
+	if got := out.Annotations[taskmeta.AnnotationOutputFileLogs]; got != want {
 		t.Errorf("output-file-logs\n got %s\nwant %s", got, want)
 	}
 	if len(v.Logs[0].Outputs) != 3 {
@@ -127,7 +128,7 @@ func playKubelet(ctx context.Context, ns, task string, run func(*corev1.Pod) (st
 			return nil
 		case <-time.After(100 * time.Millisecond):
 		}
-		pods, err := shared.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: steps.LabelTask + "=" + task})
+		pods, err := shared.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
 const taskTimeout = 90 * time.Second
@@ -45,7 +46,7 @@ func TestTaskCompletesPastIgnoredError(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `[{"url":"s3://results/out.txt","path":"/data/out/out.txt","size_bytes":"5"}]`
-	if got := out.Annotations[steps.AnnotationOutputFileLogs]; got != want {
+	if got := out.Annotations[taskmeta.AnnotationOutputFileLogs]; got != want {
 		t.Errorf("output-file-logs = %q, want %q", got, want)
 	}
 	if len(v.Logs) != 1 || len(v.Logs[0].Logs) != 3 {
@@ -64,8 +65,8 @@ func TestTaskCompletesPastIgnoredError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Annotations[steps.AnnotationState] != steps.StateComplete {
-		t.Errorf("final state on the anchor: %q", cm.Annotations[steps.AnnotationState])
+	if cm.Annotations[taskmeta.AnnotationState] != steps.StateComplete {
+		t.Errorf("final state on the anchor: %q", cm.Annotations[taskmeta.AnnotationState])
 	}
 	// The jobs and PVC are owned by the anchor.
 	for _, name := range e.jobNames(task) {
@@ -204,7 +205,7 @@ func TestMalformedEventsChangeNothing(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("not a CloudEvent: %d, want 400", resp.StatusCode)
 	}
-	cms, _ := shared.Client.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: steps.LabelTask})
+	cms, _ := shared.Client.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask})
 	jobs, _ := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{})
 	if len(cms.Items) != 0 || len(jobs.Items) != 0 {
 		t.Errorf("malformed events created %d anchors and %d jobs", len(cms.Items), len(jobs.Items))
@@ -227,7 +228,7 @@ func TestWildcardAtRootIsRefused(t *testing.T) {
 	if names := e.jobNames(task); len(names) != 0 {
 		t.Errorf("jobs created for a refused task: %v", names)
 	}
-	if _, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), steps.PVCName(task), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a PVC was created for a refused task: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -172,7 +173,7 @@ func TestCancelWhileExecutorRuns(t *testing.T) {
 	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
 		t.Errorf("the running executor's job is not deleted: %v", err)
 	}
-	if j, err := e.job(task + "-inputs-filer"); err != nil || steps.StatusOf(j) != steps.JobComplete {
+	if j, err := e.job(task + "-inputs-filer"); err != nil || taskmeta.StatusOf(j) != taskmeta.JobComplete {
 		t.Errorf("the inputs filer's job should be kept: %v", err)
 	}
 	if _, err := e.job(task + "-ex-01"); !apierrors.IsNotFound(err) {
@@ -212,7 +213,7 @@ func TestCancelBeforeFirstJob(t *testing.T) {
 	if names := e.jobNames(task); len(names) != 0 {
 		t.Errorf("jobs created for a cancelled task: %v", names)
 	}
-	if _, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), steps.PVCName(task), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a PVC was created for a cancelled task: %v", err)
 	}
 }
@@ -229,7 +230,7 @@ func TestSweepCatchesLostEvent(t *testing.T) {
 	}
 	e.waitFor("the first executor to complete", 30*time.Second, func() bool {
 		j, err := e.job(task + "-ex-00")
-		return err == nil && steps.StatusOf(j) == steps.JobComplete
+		return err == nil && taskmeta.StatusOf(j) == taskmeta.JobComplete
 	})
 	time.Sleep(time.Second)
 	if _, err := e.job(task + "-ex-01"); !apierrors.IsNotFound(err) {
@@ -252,7 +253,7 @@ func TestTTLDeletesEndedTask(t *testing.T) {
 	e.waitState(task, steps.StateComplete, taskTimeout)
 	e.waitFor("the final state on the anchor", 10*time.Second, func() bool {
 		cm, err := shared.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), task, metav1.GetOptions{})
-		return err == nil && cm.Annotations[steps.AnnotationState] != ""
+		return err == nil && cm.Annotations[taskmeta.AnnotationState] != ""
 	})
 	time.Sleep(ttl + time.Second)
 	e.sweep()
@@ -270,7 +271,7 @@ func TestKeepFailedPVC(t *testing.T) {
 	e.submit(task, taskJSON(executor(task, 0, fail(1), nil)))
 	e.waitState(task, steps.StateExecutorError, taskTimeout)
 	e.waitFor("the PVC to be released", 10*time.Second, func() bool {
-		pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), steps.PVCName(task), metav1.GetOptions{})
+		pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{})
 		return err == nil && pvc.DeletionTimestamp == nil && len(pvc.OwnerReferences) == 0
 	})
 }
@@ -300,7 +301,7 @@ func TestInputsFilerFailureIsSystemError(t *testing.T) {
 	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
 		t.Errorf("an executor was created after the inputs filer failed: %v", err)
 	}
-	if j, err := e.job(task + "-inputs-filer"); err != nil || steps.StatusOf(j) != steps.JobFailed {
+	if j, err := e.job(task + "-inputs-filer"); err != nil || taskmeta.StatusOf(j) != taskmeta.JobFailed {
 		t.Errorf("the failed filer's job should be kept: %v", err)
 	}
 	e.waitFor("the PVC to be deleted", 10*time.Second, func() bool { return e.pvcGone(task) })

@@ -23,6 +23,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
 
@@ -512,7 +513,7 @@ func TestEventsReachTheHandler(t *testing.T) {
 	for _, r := range resources {
 		m := r.(map[string]any)
 		kinds[m["apiVersion"].(string)+" "+m["kind"].(string)] = true
-		want := "matchExpressions:\n- key: " + steps.LabelTask + "\n  operator: Exists\n"
+		want := "matchExpressions:\n- key: " + taskmeta.LabelTask + "\n  operator: Exists\n"
 		if got := toYAML(t, m["selector"]); got != want {
 			t.Errorf("ApiServerSource resource %v: selector\n%s\nwant\n%s", m["kind"], got, want)
 		}

@@ -1,0 +1,103 @@
+// Package taskmeta is the vocabulary that the event decoder and the steps
+// share: the labels and annotations of a task's objects, their names, a
+// job's status as its conditions give it, and why a pending pod is stuck. It
+// depends on nothing of the project.
+package taskmeta
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Labels and annotations, as TESK's tooling knows them.
+const (
+	LabelTask       = "taskmaster-name"
+	LabelJobType    = "job-type"
+	LabelExecutorNo = "executor-no"
+	LabelStatus     = "task-status"
+	StatusCancelled = "Cancelled"
+	JobTypeExecutor = "executor"
+
+	AnnotationIgnoreError    = "ignore-error"
+	AnnotationOutputFileLogs = "output-file-logs"
+)
+
+// The service's own annotations: the task's progress on its anchor, and the
+// marks it leaves on jobs it ended itself.
+const (
+	AnnotationPrefix = "tesk.ga4gh.org/"
+	// AnnotationProgress (anchor) records what was started, before it is
+	// started, and what the service deleted, before it deletes it.
+	AnnotationProgress = AnnotationPrefix + "progress"
+	// AnnotationState (anchor) is the task's final TES state, once it ended.
+	AnnotationState = AnnotationPrefix + "state"
+	// AnnotationEnded (anchor) is when the task ended (RFC 3339).
+	AnnotationEnded = AnnotationPrefix + "ended"
+	// AnnotationReason (anchor) says why the task stopped (TES system_logs).
+	AnnotationReason = AnnotationPrefix + "reason"
+	// AnnotationTTL (anchor) is the task's TTL in seconds ("none" for no
+	// TTL), fixed by the first write on the task (TASK_TTL_SECONDS then).
+	AnnotationTTL = AnnotationPrefix + "ttl-seconds"
+	// AnnotationFailed (job) says why and when the service failed the job.
+	AnnotationFailed = AnnotationPrefix + "failed"
+	// AnnotationFailedAt (job) is when the service failed the job (RFC 3339).
+	AnnotationFailedAt = AnnotationPrefix + "failed-at"
+)
+
+// Parts of a task, in the order they run. The job names are TESK's:
+// <task>-inputs-filer, <task>-ex-NN, <task>-outputs-filer.
+const (
+	PartPVC          = "pvc"
+	PartInputsFiler  = "inputs-filer"
+	PartOutputsFiler = "outputs-filer"
+)
+
+// ExecutorPart is the part name of the i-th executor (ex-00, ex-01, ...).
+func ExecutorPart(i int) string { return fmt.Sprintf("ex-%02d", i) }
+
+// ExecutorIndex returns i for ex-NN.
+func ExecutorIndex(part string) (int, bool) {
+	n, ok := strings.CutPrefix(part, "ex-")
+	if !ok || len(n) < 2 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	return i, true
+}
+
+// IsFilerPart reports whether a part is one of the filer jobs.
+func IsFilerPart(part string) bool { return part == PartInputsFiler || part == PartOutputsFiler }
+
+// ObjectName is the Kubernetes name of a task's part.
+func ObjectName(task, part string) string { return task + "-" + part }
+
+// PVCName is the name of the task's volume claim.
+func PVCName(task string) string { return ObjectName(task, PartPVC) }
+
+var jobNameRE = regexp.MustCompile(`^(.+)-(inputs-filer|outputs-filer|ex-[0-9]{2,})$`)
+
+// SplitJobName splits a job name into its task and part.
+func SplitJobName(job string) (task, part string, ok bool) {
+	m := jobNameRE.FindStringSubmatch(job)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+var podNameRE = regexp.MustCompile(`^(.+-(?:inputs-filer|outputs-filer|ex-[0-9]{2,}))-[a-z0-9]{5}$`)
+
+// JobOfPodName returns the job of a pod named by the Job controller
+// (<job>-<5 characters>).
+func JobOfPodName(pod string) (string, bool) {
+	m := podNameRE.FindStringSubmatch(pod)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
