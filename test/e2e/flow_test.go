@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -168,7 +169,10 @@ func TestDeletedJobIsNotRecreated(t *testing.T) {
 	}
 }
 
-// Malformed events get 400 with a JSON error and create nothing.
+// Malformed events get 400 with a JSON error and create nothing; a task
+// whose JSON can never run is answered 400 too, and ends at once with
+// SYSTEM_ERROR and why, so that the view, the TTL and the sweep see it
+// (behaviour §8.5).
 func TestMalformedEventsChangeNothing(t *testing.T) {
 	e := newEnv(t, envOptions{noAdapter: true})
 	big := `{"task":"task-big","input":{"executors":[],"x":"` + strings.Repeat("a", 4<<20) + `"}}`
@@ -207,8 +211,20 @@ func TestMalformedEventsChangeNothing(t *testing.T) {
 	}
 	cms, _ := shared.Client.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask})
 	jobs, _ := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{})
-	if len(cms.Items) != 0 || len(jobs.Items) != 0 {
-		t.Errorf("malformed events created %d anchors and %d jobs", len(cms.Items), len(jobs.Items))
+	pvcs, _ := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).List(context.Background(), metav1.ListOptions{})
+	var ended []string
+	for _, cm := range cms.Items {
+		ended = append(ended, cm.Name)
+	}
+	slices.Sort(ended)
+	if !slices.Equal(ended, []string{"task-c", "task-d"}) || len(jobs.Items) != 0 || len(pvcs.Items) != 0 {
+		t.Errorf("malformed events created anchors %v, %d jobs and %d PVCs; want only the anchors of the tasks that can never run", ended, len(jobs.Items), len(pvcs.Items))
+	}
+	for task, why := range map[string]string{"task-c": "cannot unmarshal", "task-d": "no executors"} {
+		v, _ := e.view(task)
+		if v.State != steps.StateSystemError || !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), why) {
+			t.Errorf("%s: %s %v, want SYSTEM_ERROR saying %q", task, v.State, v.Logs[0].SystemLogs, why)
+		}
 	}
 }
 
