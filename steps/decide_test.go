@@ -47,759 +47,770 @@ func TestDecide(t *testing.T) {
 	}
 	execOnly := []string{"ex-00", "ex-01"}
 
-	cases := []decideCase{
-		// Submission.
-		{
-			name:    "What it does §1: a task with inputs starts its PVC and its inputs filer together",
-			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full},
-			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
-			state:   StateInitializing,
-			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler})
-				if p.Progress.Last == nil || p.Progress.Last.Event != "ev-submit" || !p.Progress.Last.At.Equal(t0) ||
-					!slices.Equal(p.Progress.Last.Parts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}) {
-					t.Errorf("last batch %+v, want the submission's event, time and both parts", p.Progress.Last)
-				}
+	// The cases, by the policy of Decide that each exercises.
+	tables := []struct {
+		policy string
+		cases  []decideCase
+	}{
+		{"a submission", []decideCase{
+			// Submission.
+			{
+				name:    "What it does §1: a task with inputs starts its PVC and its inputs filer together",
+				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full},
+				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
+				state:   StateInitializing,
+				check: func(t *testing.T, p Plan) {
+					wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler})
+					if p.Progress.Last == nil || p.Progress.Last.Event != "ev-submit" || !p.Progress.Last.At.Equal(t0) ||
+						!slices.Equal(p.Progress.Last.Parts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}) {
+						t.Errorf("last batch %+v, want the submission's event, time and both parts", p.Progress.Last)
+					}
+				},
 			},
-		},
-		{
-			name:    "What it does §1: no PVC without inputs, outputs or volumes",
-			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(2)},
-			actions: []Action{act(CreateJob, "ex-00")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, execOnly, []string{"ex-00"})
+			{
+				name:    "What it does §1: no PVC without inputs, outputs or volumes",
+				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(2)},
+				actions: []Action{act(CreateJob, "ex-00")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantProgress(t, p, execOnly, []string{"ex-00"})
+				},
 			},
-		},
-		{
-			name:    "What it does §1: outputs need the PVC, which starts with the first executor when there are no inputs",
-			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withOutput)},
-			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00", taskmeta.PartOutputsFiler}, []string{taskmeta.PartPVC, "ex-00"})
+			{
+				name:    "What it does §1: outputs need the PVC, which starts with the first executor when there are no inputs",
+				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withOutput)},
+				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00", taskmeta.PartOutputsFiler}, []string{taskmeta.PartPVC, "ex-00"})
+				},
 			},
-		},
-		{
-			name:    "What it does §3: volumes need the PVC but no filer",
-			obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withVolume)},
-			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00"}, []string{taskmeta.PartPVC, "ex-00"})
+			{
+				name:    "What it does §3: volumes need the PVC but no filer",
+				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withVolume)},
+				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00"}, []string{taskmeta.PartPVC, "ex-00"})
+				},
 			},
-		},
-		{
-			name: "What it does §1: a wildcard in the first path component is refused before the PVC or any job is created",
-			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withInput, func(t *taskspec.Task) {
-				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}}
-			})},
-			final: StateSystemError,
-			state: StateSystemError,
-			check: func(t *testing.T, p Plan) {
-				if p.Progress != nil {
-					t.Errorf("a refused task records progress %v", p.Progress)
-				}
-				wantReason(t, p, "first component")
+			{
+				name: "What it does §1: a wildcard in the first path component is refused before the PVC or any job is created",
+				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withInput, func(t *taskspec.Task) {
+					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}}
+				})},
+				final: StateSystemError,
+				state: StateSystemError,
+				check: func(t *testing.T, p Plan) {
+					if p.Progress != nil {
+						t.Errorf("a refused task records progress %v", p.Progress)
+					}
+					wantReason(t, p, "first component")
+				},
 			},
-		},
-		{
-			name: "What it does §1: a wildcard output without path_prefix is refused before anything is created",
-			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
-				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt"}}
-			})},
-			final: StateSystemError,
-			state: StateSystemError,
-			check: func(t *testing.T, p Plan) { wantReason(t, p, "path_prefix") },
-		},
-		{
-			name: "What it does §1: a wildcard output with path_prefix below the first component runs",
-			obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
-				t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
-			})},
-			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name:  "Design §3: a submitted task whose JSON was not read yet stays QUEUED and creates nothing",
-			obs:   Observed{Event: "ev-1", Anchor: anchorWith(nil)},
-			state: StateQueued,
-		},
-		{
-			name: "Design §4: a duplicate submission of a started task creates nothing twice",
-			obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Spec: full,
-				Jobs: jobsOf(running(taskmeta.PartInputsFiler)), Pods: pods()},
-			state: StateInitializing,
-		},
-		{
-			name: "Design §4: a redelivery of the submission creates what its first attempt recorded",
-			obs: func() Observed {
-				p := progressOf(fullParts, "ev-submit", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler)
-				p.Last.Parts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}
-				return Observed{Event: "ev-submit", Anchor: anchorWith(&p), Spec: full, Jobs: jobsOf()}
-			}(),
-			actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
-			state:   StateInitializing,
-			check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
-		},
+			{
+				name: "What it does §1: a wildcard output without path_prefix is refused before anything is created",
+				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
+					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt"}}
+				})},
+				final: StateSystemError,
+				state: StateSystemError,
+				check: func(t *testing.T, p Plan) { wantReason(t, p, "path_prefix") },
+			},
+			{
+				name: "What it does §1: a wildcard output with path_prefix below the first component runs",
+				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
+					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
+				})},
+				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name:  "Design §3: a submitted task whose JSON was not read yet stays QUEUED and creates nothing",
+				obs:   Observed{Event: "ev-1", Anchor: anchorWith(nil)},
+				state: StateQueued,
+			},
+			{
+				name: "Design §4: a duplicate submission of a started task creates nothing twice",
+				obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Spec: full,
+					Jobs: jobsOf(running(taskmeta.PartInputsFiler)), Pods: pods()},
+				state: StateInitializing,
+			},
+			{
+				name: "Design §4: a redelivery of the submission creates what its first attempt recorded",
+				obs: func() Observed {
+					p := progressOf(fullParts, "ev-submit", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler)
+					p.Last.Parts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}
+					return Observed{Event: "ev-submit", Anchor: anchorWith(&p), Spec: full, Jobs: jobsOf()}
+				}(),
+				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
+				state:   StateInitializing,
+				check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
+			},
+		}},
+		{"a part's job", []decideCase{
+			// Executors, in order.
+			{
+				name:    "What it does §2: the first executor starts once the inputs filer completed",
+				obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(CreateJob, "ex-00")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"})
+					if p.Progress.Last == nil || p.Progress.Last.Event != "ev-2" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) {
+						t.Errorf("last batch %+v, want ev-2 starting ex-00", p.Progress.Last)
+					}
+				},
+			},
+			{
+				name: "What it does §2: executors run one after another",
+				obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
+				actions: []Action{act(CreateJob, "ex-01")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01"})
+					if !slices.Equal(p.Progress.Done, []string{taskmeta.PartInputsFiler, "ex-00"}) {
+						t.Errorf("done %v, want the completed jobs", p.Progress.Done)
+					}
+				},
+			},
+			{
+				name: "Design §9: a part recorded done is not read again",
+				obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01").withDone(taskmeta.PartInputsFiler, "ex-00")
+					return &p
+				}()), Jobs: jobsOf(completed("ex-01"))},
+				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §2: while an executor runs, no later job starts",
+				obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §3: the outputs filer starts after the last executor",
+				obs: Observed{Event: "ev-4", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"))},
+				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §3, §7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
+				obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
+				actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateComplete,
+				state:   StateComplete,
+			},
+			{
+				name: "What it does §7: output file logs that are recorded already are not read again",
+				obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"),
+						annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, "[]"))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateComplete,
+				state:   StateComplete,
+			},
+			{
+				name: "What it does §3: a task without a PVC completes without deleting one",
+				obs: Observed{Event: "ev-5", Anchor: anchorWith(ptr(progressOf(execOnly, "ev-old", ago(time.Hour), execOnly...))),
+					Jobs: jobsOf(completed("ex-00"), completed("ex-01"))},
+				final: StateComplete,
+				state: StateComplete,
+			},
 
-		// Executors, in order.
-		{
-			name:    "What it does §2: the first executor starts once the inputs filer completed",
-			obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(CreateJob, "ex-00")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"})
-				if p.Progress.Last == nil || p.Progress.Last.Event != "ev-2" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) {
-					t.Errorf("last batch %+v, want ev-2 starting ex-00", p.Progress.Last)
-				}
+			// Job conditions.
+			{
+				name: "What it does §10: a job with the condition Failed counts as failed",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
 			},
-		},
-		{
-			name: "What it does §2: executors run one after another",
-			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
-			actions: []Action{act(CreateJob, "ex-01")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01"})
-				if !slices.Equal(p.Progress.Done, []string{taskmeta.PartInputsFiler, "ex-00"}) {
-					t.Errorf("done %v, want the completed jobs", p.Progress.Done)
-				}
+			{
+				name: "What it does §10: a job with the condition FailureTarget counts as failed",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
 			},
-		},
-		{
-			name: "Design §9: a part recorded done is not read again",
-			obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01").withDone(taskmeta.PartInputsFiler, "ex-00")
-				return &p
-			}()), Jobs: jobsOf(completed("ex-01"))},
-			actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §2: while an executor runs, no later job starts",
-			obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §3: the outputs filer starts after the last executor",
-			obs: Observed{Event: "ev-4", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"))},
-			actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §3, §7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
-			obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
-			actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateComplete,
-			state:   StateComplete,
-		},
-		{
-			name: "What it does §7: output file logs that are recorded already are not read again",
-			obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"),
-					annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, "[]"))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateComplete,
-			state:   StateComplete,
-		},
-		{
-			name: "What it does §3: a task without a PVC completes without deleting one",
-			obs: Observed{Event: "ev-5", Anchor: anchorWith(ptr(progressOf(execOnly, "ev-old", ago(time.Hour), execOnly...))),
-				Jobs: jobsOf(completed("ex-00"), completed("ex-01"))},
-			final: StateComplete,
-			state: StateComplete,
-		},
+			{
+				name: "What it does §10: a job with the condition Complete counts as complete",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
+				actions: []Action{act(CreateJob, "ex-01")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §10: a job with the condition SuccessCriteriaMet counts as complete",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
+				actions: []Action{act(CreateJob, "ex-01")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §10: a Suspended job is still running",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §10: a condition that is not True counts for nothing",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
+					Pods: pods()},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §11: a running job's pods are needed to decide, and asked for when not read",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
+				state: StateRunning,
+				check: func(t *testing.T, p Plan) {
+					if !p.NeedsPods {
+						t.Error("NeedsPods not set")
+					}
+				},
+			},
 
-		// Job conditions.
-		{
-			name: "What it does §10: a job with the condition Failed counts as failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-		},
-		{
-			name: "What it does §10: a job with the condition FailureTarget counts as failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-		},
-		{
-			name: "What it does §10: a job with the condition Complete counts as complete",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
-			actions: []Action{act(CreateJob, "ex-01")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §10: a job with the condition SuccessCriteriaMet counts as complete",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
-			actions: []Action{act(CreateJob, "ex-01")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §10: a Suspended job is still running",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §10: a condition that is not True counts for nothing",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
-				Pods: pods()},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §11: a running job's pods are needed to decide, and asked for when not read",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
-			state: StateRunning,
-			check: func(t *testing.T, p Plan) {
-				if !p.NeedsPods {
-					t.Error("NeedsPods not set")
-				}
+			// Failures.
+			{
+				name: "What it does §5: a failed executor stops the task: EXECUTOR_ERROR, no later job, the job kept, the PVC deleted",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "Job '"+testTask+"-ex-00' failed") },
 			},
-		},
-
-		// Failures.
-		{
-			name: "What it does §5: a failed executor stops the task: EXECUTOR_ERROR, no later job, the job kept, the PVC deleted",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "Job '"+testTask+"-ex-00' failed") },
-		},
-		{
-			name: "What it does §5: a failed inputs filer stops the task with SYSTEM_ERROR",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-				Jobs: jobsOf(failed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "What it does §5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(taskmeta.PartOutputsFiler))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
-			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-		},
-		{
-			name: "What it does §8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
-			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateComplete,
-			state:   StateComplete,
-		},
-
-		// ignore-error.
-		{
-			name: "What it does §6: an ignore-error executor that is only FailureTarget is waited for",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
-			actions: []Action{act(CreateJob, "ex-01")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantNote(t, p, "warn", "Executor job '"+testTask+"-ex-00' failed; ignoring the error")
+			{
+				name: "What it does §5: a failed inputs filer stops the task with SYSTEM_ERROR",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+					Jobs: jobsOf(failed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
 			},
-		},
-		{
-			name: "What it does §6: after the last executor failed with ignore-error, the outputs filer starts",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
-			actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §6: an ignore-error executor not marked Failed within the pod timeout stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "didn't mark it Failed within 240 s") },
-		},
-		{
-			name: "What it does §6: an ignore-error executor that the service failed (failed annotation) still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(ignoring(failed("ex-00")), taskmeta.AnnotationFailed, "Pod couldn't start"))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-		},
-		{
-			name: "What it does §6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job {
-					j := ignoring(failed("ex-00"))
-					j.Spec.ActiveDeadlineSeconds = ptr(int64(1))
+			{
+				name: "What it does §5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(taskmeta.PartOutputsFiler))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+			{
+				name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
+				cfg:     func(c *Config) { c.KeepFailedPVC = true },
+				actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
+			},
+			{
+				name: "What it does §8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
+				cfg:     func(c *Config) { c.KeepFailedPVC = true },
+				actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateComplete,
+				state:   StateComplete,
+			},
+
+			// ignore-error.
+			{
+				name: "What it does §6: an ignore-error executor that is only FailureTarget is waited for",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
+				actions: []Action{act(CreateJob, "ex-01")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantNote(t, p, "warn", "Executor job '"+testTask+"-ex-00' failed; ignoring the error")
+				},
+			},
+			{
+				name: "What it does §6: after the last executor failed with ignore-error, the outputs filer starts",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
+				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §6: an ignore-error executor not marked Failed within the pod timeout stops the task",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "didn't mark it Failed within 240 s") },
+			},
+			{
+				name: "What it does §6: an ignore-error executor that the service failed (failed annotation) still stops the task",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(ignoring(failed("ex-00")), taskmeta.AnnotationFailed, "Pod couldn't start"))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
+			},
+			{
+				name: "What it does §6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job {
+						j := ignoring(failed("ex-00"))
+						j.Spec.ActiveDeadlineSeconds = ptr(int64(1))
+						return j
+					}())},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
+			},
+			{
+				name: "What it does §6: another value of the ignore-error annotation stops the task at the executor's failure",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(failed("ex-00"), taskmeta.AnnotationIgnoreError, "yes"))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
+			},
+			{
+				name: "What it does §6: ignore-error is an executor's: a filer job with it still stops the task",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+					Jobs: jobsOf(ignoring(failed(taskmeta.PartInputsFiler)))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+		}},
+		{"the record", []decideCase{
+			// Jobs recorded as started but missing.
+			{
+				name: "Design §4: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
+				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
+			},
+			{
+				name: "Design §4: a job being deleted by someone stops the task with SYSTEM_ERROR",
+				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+			{
+				name: "Design §4: a redelivery of the event that recorded a missing job creates it",
+				obs: Observed{Event: "ev-old", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(CreateJob, "ex-00")},
+				state:   StateRunning,
+				check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
+			},
+			{
+				name: "Design §4: another event within the grace period waits for a job recorded moments ago",
+				obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				state: StateRunning,
+			},
+			{
+				name: "Design §4: a job whose deletion the event reported is not waited for, even within the grace period",
+				obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+			{
+				name: "Design §6: a sweep within the grace period waits for a job recorded moments ago",
+				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
+				state: StateRunning,
+			},
+			{
+				name: "Design §4: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
+				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+
+			// Parts the service ended itself.
+			{
+				name: "What it does §13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
+					return &p
+				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "wasn't scheduled within 3600 s: no nodes") },
+			},
+			{
+				name: "What it does §12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Creating job 'x' was refused: invalid")
+					return &p
+				}())},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was refused: invalid") },
+			},
+			{
+				name: "What it does §14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+					return &p
+				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods()},
+				actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+			{
+				name: "What it does §6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+					return &p
+				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "not scheduled") },
+			},
+			{
+				name: "What it does §6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+					return &p
+				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+			{
+				name: "Design §4: a job of the same name that the task does not own is not deleted",
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Job exists but does not belong to the task")
+					return &p
+				}()), Jobs: jobsOf(func() *batchv1.Job {
+					j := running(taskmeta.PartInputsFiler)
+					j.OwnerReferences = nil
 					return j
-				}())},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-		},
-		{
-			name: "What it does §6: another value of the ignore-error annotation stops the task at the executor's failure",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(failed("ex-00"), taskmeta.AnnotationIgnoreError, "yes"))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-		},
-		{
-			name: "What it does §6: ignore-error is an executor's: a filer job with it still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-				Jobs: jobsOf(ignoring(failed(taskmeta.PartInputsFiler)))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-
-		// Jobs recorded as started but missing.
-		{
-			name: "Design §4: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
-			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
-		},
-		{
-			name: "Design §4: a job being deleted by someone stops the task with SYSTEM_ERROR",
-			obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "Design §4: a redelivery of the event that recorded a missing job creates it",
-			obs: Observed{Event: "ev-old", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(CreateJob, "ex-00")},
-			state:   StateRunning,
-			check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
-		},
-		{
-			name: "Design §4: another event within the grace period waits for a job recorded moments ago",
-			obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			state: StateRunning,
-		},
-		{
-			name: "Design §4: a job whose deletion the event reported is not waited for, even within the grace period",
-			obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "Design §6: a sweep within the grace period waits for a job recorded moments ago",
-			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
-			state: StateRunning,
-		},
-		{
-			name: "Design §4: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
-			obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-
-		// Parts the service ended itself.
-		{
-			name: "What it does §13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
-			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
-				return &p
-			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "wasn't scheduled within 3600 s: no nodes") },
-		},
-		{
-			name: "What it does §12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
-			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Creating job 'x' was refused: invalid")
-				return &p
-			}())},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "was refused: invalid") },
-		},
-		{
-			name: "What it does §14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
-			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
-				return &p
-			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods()},
-			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "What it does §6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
-			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
-				return &p
-			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "not scheduled") },
-		},
-		{
-			name: "What it does §6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
-			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
-				return &p
-			}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "Design §4: a job of the same name that the task does not own is not deleted",
-			obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-				p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Job exists but does not belong to the task")
-				return &p
-			}()), Jobs: jobsOf(func() *batchv1.Job {
-				j := running(taskmeta.PartInputsFiler)
-				j.OwnerReferences = nil
-				return j
-			}()), Pods: pods()},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-
-		// Duplicate and late events.
-		{
-			name: "Design §4: a late job.finished of a finished task does nothing",
-			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
-			state: StateComplete,
-		},
-		{
-			name: "Design §4: a finished task stays finished even if a job changes later",
-			obs: Observed{Event: "ev-late", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.AnnotationState, StateExecutorError, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
-			state: StateExecutorError,
-		},
-		{
-			name: "Design §4: a duplicate job.finished of an executor whose successor runs creates nothing",
-			obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
-			state: StateRunning,
-		},
-
-		// Cancellation.
-		{
-			name: "What it does §18: a cancelled task's running job is deleted, the jobs that ended are kept, CANCELING",
-			obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
-			actions: []Action{act(DeleteJob, "ex-00")},
-			state:   StateCanceling,
-		},
-		{
-			name: "What it does §18: a cancelled task is CANCELING while its deleted jobs are going",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
-			state: StateCanceling,
-		},
-		{
-			name: "What it does §8, §18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateCanceled,
-			state:   StateCanceled,
-		},
-		{
-			name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-			cfg:     func(c *Config) { c.KeepFailedPVC = true },
-			actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
-			final:   StateCanceled,
-			state:   StateCanceled,
-		},
-		{
-			name:  "What it does §18: a task cancelled before anything started is CANCELED and creates nothing",
-			obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(nil)), Spec: full},
-			final: StateCanceled,
-			state: StateCanceled,
-			check: func(t *testing.T, p Plan) { wantNoProgress(t, p) },
-		},
-		{
-			name: "What it does §18: a job the service is failing is deleted when the task is cancelled",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
-			actions: []Action{act(DeleteJob, "ex-00")},
-			state:   StateCanceling,
-		},
-		{
-			name: "What it does §18: a failed job of a cancelled task is kept with its logs",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateCanceled,
-			state:   StateCanceled,
-		},
-		{
-			name: "What it does §18: a cancel of a task that ended changes nothing",
-			obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
-			state: StateComplete,
-		},
-
-		// Pods that can't start.
-		{
-			name: "What it does §11: ErrImagePull past the pod timeout (from the pod's start) fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(241*time.Second), "ErrImagePull", false))},
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-			check: func(t *testing.T, p Plan) {
-				wantActionReason(t, p, FailJob, "Pod '"+testTask+"-ex-00-x7k2q' of job '"+testTask+"-ex-00' couldn't start within 240 s: ErrImagePull")
+				}()), Pods: pods()},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
 			},
-		},
-		{
-			name: "What it does §11: ImagePullBackOff of an init container past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "ImagePullBackOff", true))},
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §11: InvalidImageName past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "InvalidImageName", false))},
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §11: CreateContainerConfigError past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", false))},
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §11: CreateContainerConfigError of an init container past the pod timeout fails the job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", true))},
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §11: a pod that hasn't started is timed from its creation",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(241*time.Second), time.Time{}, "ErrImagePull", false))},
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §11: a pod that started is timed from its start, not its creation",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Minute), "ErrImagePull", false))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §11: a pod that can't start before the pod timeout keeps waiting",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(239*time.Second), time.Time{}, "ImagePullBackOff", false))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §12: a pod pending for another reason (pulling a large image) keeps waiting",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ContainerCreating", false))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §11: a pod that is being deleted is not checked",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(func() *corev1.Pod {
-					p := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false)
-					p.DeletionTimestamp = ptr(p.CreationTimestamp)
-					return p
-				}())},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §11: only the pods of the running job count",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §11: a filer pod that can't start fails the filer's job",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-				Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
-				Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
-			actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
-			state:   StateInitializing,
-		},
-		{
-			name: "What it does §12: a job the service failed is waited for until Kubernetes marks it Failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
-				Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
-			state: StateRunning,
-		},
-		{
-			name: "What it does §12: a job the service failed is handled as any failed job once marked Failed",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-				Jobs: jobsOf(failedByService(failed(taskmeta.PartInputsFiler), ago(time.Minute)))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
-		{
-			name: "What it does §12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateExecutorError,
-			state:   StateExecutorError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "it is kept") },
-		},
-		{
-			name: "What it does §12: a failed filer job not marked Failed within another pod timeout stops the task with SYSTEM_ERROR",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-				Jobs: jobsOf(failedByService(running(taskmeta.PartInputsFiler), ago(241*time.Second)))},
-			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-		},
 
-		// Pods that aren't scheduled.
-		{
-			name: "What it does §13: an executor whose pod wasn't scheduled within TESK_MAX_QUEUE_SECONDS, and never ran, is deleted: SYSTEM_ERROR",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(unschedulablePod("ex-00", ago(time.Hour)))},
-			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
-			actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check: func(t *testing.T, p Plan) {
-				msg := "Pod '" + testTask + "-ex-00-x7k2q' of job '" + testTask + "-ex-00' wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu."
-				wantReason(t, p, msg)
-				wantNote(t, p, "error", msg)
-				if p.Progress == nil {
-					t.Fatal("no progress: the deletion is not recorded before it is done")
-				}
-				if r, ok := p.Progress.EndedReason("ex-00"); !ok || r != msg {
-					t.Errorf("ended record of ex-00 = %q, %v; want %q", r, ok, msg)
-				}
+			// Duplicate and late events.
+			{
+				name: "Design §4: a late job.finished of a finished task does nothing",
+				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
+				state: StateComplete,
 			},
-		},
-		{
-			name: "What it does §13: an taskmeta.Unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
-			cfg:   func(c *Config) { c.MaxQueue = time.Hour },
-			state: StateQueued,
-		},
-		{
-			name: "What it does §13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job { j := running("ex-00"); j.Status.Failed = 1; return j }()),
-				Pods: pods(unschedulablePod("ex-00", ago(2*time.Hour)))},
-			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §13: an executor job with a pod that ran before is failed and kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(podOf("ex-00", corev1.PodFailed, ago(3*time.Hour)), unschedulablePod("ex-00", ago(2*time.Hour)))},
-			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
-			actions: []Action{act(FailJob, "ex-00")},
-			state:   StateRunning,
-		},
-		{
-			name: "What it does §13: a filer job whose pod wasn't scheduled in time is failed and kept",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-				Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
-				Pods: pods(unschedulablePod(taskmeta.PartInputsFiler, ago(2*time.Hour)))},
-			cfg:     func(c *Config) { c.MaxQueue = time.Hour },
-			actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
-			state:   StateInitializing,
-		},
-		{
-			name: "What it does §13: without TESK_MAX_QUEUE_SECONDS an taskmeta.Unschedulable pod waits forever, QUEUED",
-			obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-				Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
-				Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},
-			state: StateQueued,
-		},
+			{
+				name: "Design §4: a finished task stays finished even if a job changes later",
+				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.AnnotationState, StateExecutorError, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
+				state: StateExecutorError,
+			},
+			{
+				name: "Design §4: a duplicate job.finished of an executor whose successor runs creates nothing",
+				obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
+				state: StateRunning,
+			},
 
-		// The record.
-		{
-			name:    "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
-			obs:     Observed{Event: "ev", Anchor: anchorWith(nil, taskmeta.AnnotationProgress, "{not json")},
-			actions: []Action{{Kind: DeletePVC, Part: taskmeta.PartPVC}},
-			final:   StateSystemError,
-			state:   StateSystemError,
-			check:   func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
-		},
+			// The record.
+			{
+				name:    "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
+				obs:     Observed{Event: "ev", Anchor: anchorWith(nil, taskmeta.AnnotationProgress, "{not json")},
+				actions: []Action{{Kind: DeletePVC, Part: taskmeta.PartPVC}},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
+			},
+		}},
+		{"a cancelled task", []decideCase{
+			// Cancellation.
+			{
+				name: "What it does §18: a cancelled task's running job is deleted, the jobs that ended are kept, CANCELING",
+				obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
+				actions: []Action{act(DeleteJob, "ex-00")},
+				state:   StateCanceling,
+			},
+			{
+				name: "What it does §18: a cancelled task is CANCELING while its deleted jobs are going",
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
+				state: StateCanceling,
+			},
+			{
+				name: "What it does §8, §18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateCanceled,
+				state:   StateCanceled,
+			},
+			{
+				name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				cfg:     func(c *Config) { c.KeepFailedPVC = true },
+				actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
+				final:   StateCanceled,
+				state:   StateCanceled,
+			},
+			{
+				name:  "What it does §18: a task cancelled before anything started is CANCELED and creates nothing",
+				obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(nil)), Spec: full},
+				final: StateCanceled,
+				state: StateCanceled,
+				check: func(t *testing.T, p Plan) { wantNoProgress(t, p) },
+			},
+			{
+				name: "What it does §18: a job the service is failing is deleted when the task is cancelled",
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
+				actions: []Action{act(DeleteJob, "ex-00")},
+				state:   StateCanceling,
+			},
+			{
+				name: "What it does §18: a failed job of a cancelled task is kept with its logs",
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateCanceled,
+				state:   StateCanceled,
+			},
+			{
+				name: "What it does §18: a cancel of a task that ended changes nothing",
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
+				state: StateComplete,
+			},
+		}},
+		{"a job's pods", []decideCase{
+			// Pods that can't start.
+			{
+				name: "What it does §11: ErrImagePull past the pod timeout (from the pod's start) fails the job",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(241*time.Second), "ErrImagePull", false))},
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					wantActionReason(t, p, FailJob, "Pod '"+testTask+"-ex-00-x7k2q' of job '"+testTask+"-ex-00' couldn't start within 240 s: ErrImagePull")
+				},
+			},
+			{
+				name: "What it does §11: ImagePullBackOff of an init container past the pod timeout fails the job",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "ImagePullBackOff", true))},
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §11: InvalidImageName past the pod timeout fails the job",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "InvalidImageName", false))},
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §11: CreateContainerConfigError past the pod timeout fails the job",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", false))},
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §11: CreateContainerConfigError of an init container past the pod timeout fails the job",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", true))},
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §11: a pod that hasn't started is timed from its creation",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(241*time.Second), time.Time{}, "ErrImagePull", false))},
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §11: a pod that started is timed from its start, not its creation",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Minute), "ErrImagePull", false))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §11: a pod that can't start before the pod timeout keeps waiting",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(239*time.Second), time.Time{}, "ImagePullBackOff", false))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §12: a pod pending for another reason (pulling a large image) keeps waiting",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ContainerCreating", false))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §11: a pod that is being deleted is not checked",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(func() *corev1.Pod {
+						p := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false)
+						p.DeletionTimestamp = ptr(p.CreationTimestamp)
+						return p
+					}())},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §11: only the pods of the running job count",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §11: a filer pod that can't start fails the filer's job",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+					Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
+					Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+				actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
+				state:   StateInitializing,
+			},
+			{
+				name: "What it does §12: a job the service failed is waited for until Kubernetes marks it Failed",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
+					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
+				state: StateRunning,
+			},
+			{
+				name: "What it does §12: a job the service failed is handled as any failed job once marked Failed",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+					Jobs: jobsOf(failedByService(failed(taskmeta.PartInputsFiler), ago(time.Minute)))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+			{
+				name: "What it does §12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateExecutorError,
+				state:   StateExecutorError,
+				check:   func(t *testing.T, p Plan) { wantReason(t, p, "it is kept") },
+			},
+			{
+				name: "What it does §12: a failed filer job not marked Failed within another pod timeout stops the task with SYSTEM_ERROR",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+					Jobs: jobsOf(failedByService(running(taskmeta.PartInputsFiler), ago(241*time.Second)))},
+				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+			},
+
+			// Pods that aren't scheduled.
+			{
+				name: "What it does §13: an executor whose pod wasn't scheduled within TESK_MAX_QUEUE_SECONDS, and never ran, is deleted: SYSTEM_ERROR",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(unschedulablePod("ex-00", ago(time.Hour)))},
+				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+				actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
+				final:   StateSystemError,
+				state:   StateSystemError,
+				check: func(t *testing.T, p Plan) {
+					msg := "Pod '" + testTask + "-ex-00-x7k2q' of job '" + testTask + "-ex-00' wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu."
+					wantReason(t, p, msg)
+					wantNote(t, p, "error", msg)
+					if p.Progress == nil {
+						t.Fatal("no progress: the deletion is not recorded before it is done")
+					}
+					if r, ok := p.Progress.EndedReason("ex-00"); !ok || r != msg {
+						t.Errorf("ended record of ex-00 = %q, %v; want %q", r, ok, msg)
+					}
+				},
+			},
+			{
+				name: "What it does §13: an taskmeta.Unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
+				cfg:   func(c *Config) { c.MaxQueue = time.Hour },
+				state: StateQueued,
+			},
+			{
+				name: "What it does §13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job { j := running("ex-00"); j.Status.Failed = 1; return j }()),
+					Pods: pods(unschedulablePod("ex-00", ago(2*time.Hour)))},
+				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §13: an executor job with a pod that ran before is failed and kept",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(podOf("ex-00", corev1.PodFailed, ago(3*time.Hour)), unschedulablePod("ex-00", ago(2*time.Hour)))},
+				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+				actions: []Action{act(FailJob, "ex-00")},
+				state:   StateRunning,
+			},
+			{
+				name: "What it does §13: a filer job whose pod wasn't scheduled in time is failed and kept",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
+					Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
+					Pods: pods(unschedulablePod(taskmeta.PartInputsFiler, ago(2*time.Hour)))},
+				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
+				actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
+				state:   StateInitializing,
+			},
+			{
+				name: "What it does §13: without TESK_MAX_QUEUE_SECONDS an taskmeta.Unschedulable pod waits forever, QUEUED",
+				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
+					Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},
+				state: StateQueued,
+			},
+		}},
 	}
-
-	runDecideCases(t, cases)
+	for _, tb := range tables {
+		t.Run(tb.policy, func(t *testing.T) { runDecideCases(t, tb.cases) })
+	}
 }
 
 // runDecideCases decides each case and checks its plan: the actions by kind
