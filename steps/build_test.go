@@ -430,40 +430,6 @@ func TestParts(t *testing.T) {
 	}
 }
 
-func TestNames(t *testing.T) {
-	for _, c := range []struct{ job, task, part string }{
-		{"task-1234abcd-inputs-filer", "task-1234abcd", taskmeta.PartInputsFiler},
-		{"task-1234abcd-outputs-filer", "task-1234abcd", taskmeta.PartOutputsFiler},
-		{"task-1234abcd-ex-07", "task-1234abcd", "ex-07"},
-		{"task-1234abcd-ex-123", "task-1234abcd", "ex-123"},
-	} {
-		task, part, ok := taskmeta.SplitJobName(c.job)
-		if !ok || task != c.task || part != c.part {
-			t.Errorf("taskmeta.SplitJobName(%q) = %q, %q, %v", c.job, task, part, ok)
-		}
-		if taskmeta.ObjectName(task, part) != c.job {
-			t.Errorf("taskmeta.ObjectName(%q, %q) = %q", task, part, taskmeta.ObjectName(task, part))
-		}
-	}
-	for _, job := range []string{"task-1234abcd", "task-1234abcd-ex-1", "task-1234abcd-pvc", "-ex-00"} {
-		if task, part, ok := taskmeta.SplitJobName(job); ok {
-			t.Errorf("taskmeta.SplitJobName(%q) = %q, %q: not a task's job", job, task, part)
-		}
-	}
-	if job, ok := taskmeta.JobOfPodName("task-1234abcd-ex-00-x7k2q"); !ok || job != "task-1234abcd-ex-00" {
-		t.Errorf("taskmeta.JobOfPodName = %q, %v", job, ok)
-	}
-	if _, ok := taskmeta.JobOfPodName("task-1234abcd-ex-00"); ok {
-		t.Error("a job's name taken for a pod's")
-	}
-	if i, ok := taskmeta.ExecutorIndex(taskmeta.ExecutorPart(12)); !ok || i != 12 {
-		t.Errorf("taskmeta.ExecutorIndex(taskmeta.ExecutorPart(12)) = %d, %v", i, ok)
-	}
-	if _, ok := taskmeta.ExecutorIndex(taskmeta.PartInputsFiler); ok {
-		t.Error("the inputs filer taken for an executor")
-	}
-}
-
 func hasMount(c corev1.Container, name, at string, readOnly bool) bool {
 	for _, m := range c.VolumeMounts {
 		if m.Name == name && m.MountPath == at && m.ReadOnly == readOnly {

@@ -907,63 +907,6 @@ func TestDecideStepsThroughATask(t *testing.T) {
 	t.Fatalf("the task did not complete; created %v", created)
 }
 
-func TestStatusOf(t *testing.T) {
-	cases := []struct {
-		name  string
-		conds []batchv1.JobConditionType
-		want  taskmeta.JobStatus
-	}{
-		{"What it does §10: no condition is running", nil, taskmeta.JobRunning},
-		{"What it does §10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, taskmeta.JobFailed},
-		{"What it does §10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, taskmeta.JobFailed},
-		{"What it does §10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, taskmeta.JobComplete},
-		{"What it does §10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, taskmeta.JobComplete},
-		{"What it does §10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, taskmeta.JobRunning},
-		{"What it does §10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, taskmeta.JobFailed},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var cs []batchv1.JobCondition
-			for _, ct := range c.conds {
-				cs = append(cs, cond(ct, t0))
-			}
-			if got := taskmeta.StatusOf(jobOf("ex-00", cs...)); got != c.want {
-				t.Errorf("taskmeta.StatusOf = %v, want %v", got, c.want)
-			}
-		})
-	}
-}
-
-func TestStuckReason(t *testing.T) {
-	cases := []struct {
-		name   string
-		pod    *corev1.Pod
-		reason string
-		stuck  bool
-	}{
-		{"ErrImagePull", waiting("ex-00", t0, t0, "ErrImagePull", false), "ErrImagePull", true},
-		{"ImagePullBackOff of an init container", waiting("ex-00", t0, t0, "ImagePullBackOff", true), "ImagePullBackOff", true},
-		{"InvalidImageName", waiting("ex-00", t0, t0, "InvalidImageName", false), "InvalidImageName", true},
-		{"CreateContainerConfigError", waiting("ex-00", t0, t0, "CreateContainerConfigError", false), "CreateContainerConfigError", true},
-		{"taskmeta.Unschedulable", unschedulablePod("ex-00", t0), corev1.PodReasonUnschedulable, true},
-		{"ContainerCreating is not stuck", waiting("ex-00", t0, t0, "ContainerCreating", false), "", false},
-		{"a running pod is not stuck", podOf("ex-00", corev1.PodRunning, t0), "", false},
-		{"a pod being deleted is not stuck", func() *corev1.Pod {
-			p := waiting("ex-00", t0, t0, "ErrImagePull", false)
-			p.DeletionTimestamp = ptr(p.CreationTimestamp)
-			return p
-		}(), "", false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			reason, _, stuck := taskmeta.StuckReason(c.pod)
-			if reason != c.reason || stuck != c.stuck {
-				t.Errorf("taskmeta.StuckReason = %q, %v; want %q, %v", reason, stuck, c.reason, c.stuck)
-			}
-		})
-	}
-}
-
 func kindsAndParts(as []Action) []Action {
 	out := []Action{}
 	for _, a := range as {

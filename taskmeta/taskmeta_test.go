@@ -1,0 +1,129 @@
+package taskmeta
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func podOf(phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "task-1234abcd-ex-00-x7k2q", CreationTimestamp: metav1.NewTime(t0)}, Status: corev1.PodStatus{Phase: phase}}
+}
+
+// waiting is a pending pod whose container (or init container) waits for
+// the reason.
+func waiting(reason string, init bool) *corev1.Pod {
+	p := podOf(corev1.PodPending)
+	cs := []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details of " + reason}}}}
+	if init {
+		p.Status.InitContainerStatuses = cs
+	} else {
+		p.Status.ContainerStatuses = cs
+	}
+	return p
+}
+
+func unschedulablePod() *corev1.Pod {
+	p := podOf(corev1.PodPending)
+	p.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 Insufficient cpu.",
+	}}
+	return p
+}
+
+func TestNames(t *testing.T) {
+	for _, c := range []struct{ job, task, part string }{
+		{"task-1234abcd-inputs-filer", "task-1234abcd", PartInputsFiler},
+		{"task-1234abcd-outputs-filer", "task-1234abcd", PartOutputsFiler},
+		{"task-1234abcd-ex-07", "task-1234abcd", "ex-07"},
+		{"task-1234abcd-ex-123", "task-1234abcd", "ex-123"},
+	} {
+		task, part, ok := SplitJobName(c.job)
+		if !ok || task != c.task || part != c.part {
+			t.Errorf("SplitJobName(%q) = %q, %q, %v", c.job, task, part, ok)
+		}
+		if ObjectName(task, part) != c.job {
+			t.Errorf("ObjectName(%q, %q) = %q", task, part, ObjectName(task, part))
+		}
+	}
+	for _, job := range []string{"task-1234abcd", "task-1234abcd-ex-1", "task-1234abcd-pvc", "-ex-00"} {
+		if task, part, ok := SplitJobName(job); ok {
+			t.Errorf("SplitJobName(%q) = %q, %q: not a task's job", job, task, part)
+		}
+	}
+	if job, ok := JobOfPodName("task-1234abcd-ex-00-x7k2q"); !ok || job != "task-1234abcd-ex-00" {
+		t.Errorf("JobOfPodName = %q, %v", job, ok)
+	}
+	if _, ok := JobOfPodName("task-1234abcd-ex-00"); ok {
+		t.Error("a job's name taken for a pod's")
+	}
+	if i, ok := ExecutorIndex(ExecutorPart(12)); !ok || i != 12 {
+		t.Errorf("ExecutorIndex(ExecutorPart(12)) = %d, %v", i, ok)
+	}
+	if _, ok := ExecutorIndex(PartInputsFiler); ok {
+		t.Error("the inputs filer taken for an executor")
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	cases := []struct {
+		name  string
+		conds []batchv1.JobConditionType
+		want  JobStatus
+	}{
+		{"What it does §10: no condition is running", nil, JobRunning},
+		{"What it does §10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, JobFailed},
+		{"What it does §10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, JobFailed},
+		{"What it does §10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, JobComplete},
+		{"What it does §10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, JobComplete},
+		{"What it does §10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, JobRunning},
+		{"What it does §10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, JobFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var cs []batchv1.JobCondition
+			for _, ct := range c.conds {
+				cs = append(cs, batchv1.JobCondition{Type: ct, Status: corev1.ConditionTrue})
+			}
+			if got := StatusOf(&batchv1.Job{Status: batchv1.JobStatus{Conditions: cs}}); got != c.want {
+				t.Errorf("StatusOf = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestStuckReason(t *testing.T) {
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		reason string
+		stuck  bool
+	}{
+		{"ErrImagePull", waiting("ErrImagePull", false), "ErrImagePull", true},
+		{"ImagePullBackOff of an init container", waiting("ImagePullBackOff", true), "ImagePullBackOff", true},
+		{"InvalidImageName", waiting("InvalidImageName", false), "InvalidImageName", true},
+		{"CreateContainerConfigError", waiting("CreateContainerConfigError", false), "CreateContainerConfigError", true},
+		{"unschedulable", unschedulablePod(), corev1.PodReasonUnschedulable, true},
+		{"ContainerCreating is not stuck", waiting("ContainerCreating", false), "", false},
+		{"a running pod is not stuck", podOf(corev1.PodRunning), "", false},
+		{"a pod being deleted is not stuck", func() *corev1.Pod {
+			p := waiting("ErrImagePull", false)
+			p.DeletionTimestamp = &p.CreationTimestamp
+			return p
+		}(), "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reason, _, stuck := StuckReason(c.pod)
+			if reason != c.reason || stuck != c.stuck {
+				t.Errorf("StuckReason = %q, %v; want %q, %v", reason, stuck, c.reason, c.stuck)
+			}
+		})
+	}
+}
