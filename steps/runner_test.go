@@ -440,3 +440,64 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestEachErrorAtEachWriteOfASubmission injects every error class at each
+// write of a submission (the record, the PVC, the inputs filer): a rejected
+// create stops the task with the API server's message; any other error
+// leaves what was written, writes nothing after it, and is answered as an
+// error, after which a redelivery of the event finishes the step, creating
+// each object exactly once (behaviour §6, §8.1).
+func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
+	writes := []struct{ verb, resource string }{
+		{"patch", "configmaps"}, {"create", "persistentvolumeclaims"}, {"create", "jobs"},
+	}
+	for wi, w := range writes {
+		for _, c := range errorClasses {
+			t.Run(w.verb+" "+w.resource+": "+c.name, func(t *testing.T) {
+				api := newFakeAPI(t)
+				ft := api.inject(w.verb, w.resource, "", c.err, 0)
+				r := testRunner(api, DefaultConfig())
+				r.Sleep = func(context.Context, time.Duration) error { return nil }
+				ctx := testCtx(t)
+				res, err := r.Submit(ctx, testNS, testTask, input(t), "ev-1")
+				later := writes[wi+1:]
+				if c.want == Rejected && w.verb == "create" {
+					if err != nil || res.State != StateSystemError || !strings.Contains(api.anchor().Annotations[taskmeta.AnnotationReason], "was rejected") {
+						t.Fatalf("Submit = %+v, %v; want SYSTEM_ERROR saying the create was rejected", res, err)
+					}
+					for _, l := range later {
+						if n := api.count(l.verb, l.resource, ""); n != 0 {
+							t.Errorf("%d %s %s after the rejection", n, l.verb, l.resource)
+						}
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("Submit = %+v; want an error", res)
+				}
+				if s := api.anchor().Annotations[taskmeta.AnnotationState]; s != "" {
+					t.Errorf("final state %s written", s)
+				}
+				for _, l := range later {
+					if n := api.count(l.verb, l.resource, ""); n != 0 {
+						t.Errorf("%d %s %s after the failed write", n, l.verb, l.resource)
+					}
+				}
+				// The fault passes; the redelivery finishes the step.
+				ft.times, ft.hits = 1, 1
+				res, err = r.Submit(ctx, testNS, testTask, input(t), "ev-1")
+				if err != nil || res.State != StateInitializing {
+					t.Fatalf("the redelivery: %+v, %v; want INITIALIZING", res, err)
+				}
+				if api.job(taskmeta.PartInputsFiler) == nil {
+					t.Error("the inputs filer was not created")
+				}
+				jobs, _ := api.BatchV1().Jobs(testNS).List(ctx, metav1.ListOptions{})
+				pvcs, _ := api.CoreV1().PersistentVolumeClaims(testNS).List(ctx, metav1.ListOptions{})
+				if len(jobs.Items) != 1 || len(pvcs.Items) != 1 {
+					t.Errorf("%d jobs and %d PVCs, want one each", len(jobs.Items), len(pvcs.Items))
+				}
+			})
+		}
+	}
+}
