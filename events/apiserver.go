@@ -100,6 +100,9 @@ func classifyJob(ev *cloudevents.Event, r ref, verb string, resource bool, names
 		if verb != "delete" && taskmeta.StatusOf(&job) == taskmeta.JobRunning && job.DeletionTimestamp == nil {
 			return ignore("job %s is still running", r.Name), nil
 		}
+		if verb != "delete" && taskmeta.StatusOf(&job) != taskmeta.JobRunning {
+			step.Seen = &job
+		}
 	}
 	if !ok {
 		return ignore("job %s is not a task's job", r.Name), nil

@@ -16,6 +16,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -65,6 +66,9 @@ type Step struct {
 	Input     json.RawMessage `json:"-"`
 	// Deleted is set for the deletion of Job: it existed.
 	Deleted bool `json:"deleted,omitempty"`
+	// Seen is the job as a Resource-mode event carried it, once it has
+	// ended: its end is final, so the step need not read it again.
+	Seen *batchv1.Job `json:"-"`
 	// Why says why an event is ignored.
 	Why string `json:"why,omitempty"`
 }

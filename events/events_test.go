@@ -64,7 +64,10 @@ func runClassify(t *testing.T, cases []classifyCase) {
 			if c.want.Kind == KindIgnore && got.Why == "" {
 				t.Error("ignored without saying why")
 			}
-			got.Why, got.Input = "", nil
+			if got.Seen != nil && (got.Seen.Name != got.Job || taskmeta.StatusOf(got.Seen) == taskmeta.JobRunning || got.Deleted) {
+				t.Errorf("Seen %s (%v) for job %s, deleted %v: only an ended job the event carried", got.Seen.Name, taskmeta.StatusOf(got.Seen), got.Job, got.Deleted)
+			}
+			got.Why, got.Input, got.Seen = "", nil, nil
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("Classify = %+v, want %+v", got, c.want)
 			}
@@ -515,4 +518,28 @@ func isHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// A Resource-mode event of a job that ended carries the job to the step,
+// which then need not read it again (its end is final); a job being deleted
+// and a Reference-mode event carry none.
+func TestEndedJobIsSeen(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ev   *cloudevents.Event
+		seen bool
+	}{
+		{"completed", apiServerEvent(t, "update", false, taskJob("task-1-ex-00", batchv1.JobSuccessCriteriaMet)), true},
+		{"failed", apiServerEvent(t, "update", false, taskJob("task-1-ex-00", batchv1.JobFailed)), true},
+		{"deleted", apiServerEvent(t, "delete", false, taskJob("task-1-ex-00", batchv1.JobComplete)), false},
+		{"reference mode", apiServerEvent(t, "update", true, taskJob("task-1-ex-00", batchv1.JobComplete)), false},
+	} {
+		step, err := Classify(c.ev, ns)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if (step.Seen != nil) != c.seen {
+			t.Errorf("%s: Seen %v, want %v", c.name, step.Seen != nil, c.seen)
+		}
+	}
 }

@@ -136,7 +136,7 @@ func (s *Server) event(c echo.Context) error {
 		if step.Reason != "" {
 			log.Debugw("Pod reported stuck", "pod", step.Pod, "reason", step.Reason, "message", step.Message)
 		}
-		opts := steps.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods, Job: step.Job}
+		opts := steps.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods, Job: step.Job, Seen: step.Seen}
 		if step.Deleted {
 			opts.GoneJob = step.Job
 		}

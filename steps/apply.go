@@ -117,6 +117,9 @@ type Options struct {
 	GoneJob string
 	// Job is the job the event is about, read together with the anchor.
 	Job string
+	// Seen is that job as the event carried it, if it has ended (its
+	// conditions are final): it is not read again.
+	Seen *batchv1.Job
 	// Submit: the step is the task's submission, which may start it.
 	Submit bool
 }
@@ -128,7 +131,7 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
 	wait := r.backoff()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts.Job)
+		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts)
 		if err != nil {
 			return res, err
 		}
@@ -193,12 +196,19 @@ func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
 }
 
 // readAnchor reads the task's anchor and, at the same time, the job the event
-// named (most often the one the step looks at).
-func (r *Runner) readAnchor(ctx context.Context, ns, task, job string) (*corev1.ConfigMap, map[string]*batchv1.Job, error) {
+// named (most often the one the step looks at), unless the event carried
+// that job once it had ended: its end is final.
+func (r *Runner) readAnchor(ctx context.Context, ns, task string, opts Options) (*corev1.ConfigMap, map[string]*batchv1.Job, error) {
 	hinted := map[string]*batchv1.Job{}
+	job := opts.Job
+	t, _, ok := taskmeta.SplitJobName(job)
+	if ok && t == task && opts.Seen != nil && opts.Seen.Name == job && taskmeta.StatusOf(opts.Seen) != taskmeta.JobRunning {
+		hinted[job] = opts.Seen
+		ok = false
+	}
 	var wg sync.WaitGroup
 	var jerr error
-	if t, _, ok := taskmeta.SplitJobName(job); ok && t == task {
+	if ok && t == task {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -213,7 +223,7 @@ func (r *Runner) readAnchor(ctx context.Context, ns, task, job string) (*corev1.
 		return nil, nil, err
 	}
 	if jerr != nil {
-		hinted = map[string]*batchv1.Job{} // read it again in observe
+		delete(hinted, job) // read it again in observe
 	}
 	return anchor, hinted, nil
 }

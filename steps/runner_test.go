@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -499,5 +500,42 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAnExecutorStepCostsFourRequests: the step for an executor that ended,
+// from an event that carried the ended job: the anchor read, the record and
+// the next job's create; the job's later Complete (after SuccessCriteriaMet)
+// costs the anchor read alone.
+func TestAnExecutorStepCostsFourRequests(t *testing.T) {
+	prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
+	done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0)))
+	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
+	r := testRunner(api, DefaultConfig())
+	ctx := testCtx(t)
+	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
+		t.Fatal(err)
+	}
+	later := done.DeepCopy()
+	later.Status.Conditions = append(later.Status.Conditions, cond(batchv1.JobComplete, t0))
+	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: later.Name, Seen: later}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"get configmaps task-1234abcd",
+		"patch configmaps task-1234abcd {progress,taskmaster-name}",
+		"create jobs ex-01",
+		"get configmaps task-1234abcd",
+	}
+	if got := api.requests(); !slices.Equal(got, want) {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Without the job in the event (Reference mode), it is read.
+	api2 := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done.DeepCopy())
+	if _, err := testRunner(api2, DefaultConfig()).Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if n := api2.count("get", "jobs", done.Name); n != 1 {
+		t.Errorf("%d reads of the job without it in the event, want 1", n)
 	}
 }

@@ -212,7 +212,7 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 		Resources: []cluster.AdapterResource{
 			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
 			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask},
+			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
 		},
 	})
 	if err != nil {

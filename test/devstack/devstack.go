@@ -91,7 +91,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 		Resources: []cluster.AdapterResource{
 			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
 			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask},
+			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
 		},
 	})
 	if err != nil {

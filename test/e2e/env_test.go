@@ -150,7 +150,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			Resources: []cluster.AdapterResource{
 				{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
 				{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-				{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask},
+				{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
 			},
 		})
 		if err != nil {
