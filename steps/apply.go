@@ -34,6 +34,9 @@ type Runner struct {
 	// Backoff bounds the retries of transient API errors within a call, and
 	// spaces the attempts of a step whose anchor changed under it.
 	Backoff wait.Backoff
+	// PageSize is how many objects a LIST of the sweep asks for at a time
+	// (DefaultPageSize if 0).
+	PageSize int
 	// Sleep waits between attempts of a step (nil: a timer that the
 	// context ends).
 	Sleep func(context.Context, time.Duration) error

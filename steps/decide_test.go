@@ -850,6 +850,23 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 			if after := fmt.Sprintf("%+v", c.obs.Anchor); after != before {
 				t.Errorf("Decide changed its input:\n%s\n%s", before, after)
 			}
+			// The sweep decides on compacted objects: the same plan.
+			compact := c.obs
+			if c.obs.Jobs != nil {
+				compact.Jobs = map[string]*batchv1.Job{}
+				for part, j := range c.obs.Jobs {
+					compact.Jobs[part] = compactJob(j)
+				}
+			}
+			if c.obs.Pods != nil {
+				compact.Pods = []*corev1.Pod{}
+				for _, pod := range c.obs.Pods {
+					compact.Pods = append(compact.Pods, compactPod(pod))
+				}
+			}
+			if got := Decide(compact, cfg, now); !reflect.DeepEqual(got, p) {
+				t.Errorf("on the sweep's compacted objects the plan differs:\n%+v\n%+v", p, got)
+			}
 			// Level-triggered: the same observation gives the same plan.
 			if again := Decide(c.obs, cfg, now); !reflect.DeepEqual(again, p) {
 				t.Errorf("a second decision differs:\n%+v\n%+v", p, again)

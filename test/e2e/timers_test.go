@@ -243,6 +243,38 @@ func TestSweepCatchesLostEvent(t *testing.T) {
 	e.sweepUntil(task, steps.StateComplete, 30*time.Second)
 }
 
+// A sweep reads its lists a page at a time (here one object a page): events
+// lost for several tasks are all caught (behaviour §7).
+func TestSweepPagesCatchLostEvents(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.srv.Runner.PageSize = 1
+	tasks := []string{"task-page01", "task-page02", "task-page03"}
+	for _, task := range tasks {
+		e.submit(task, noIO(taskJSON(executor(task, 0, runFor("2s"), nil), executor(task, 1, nil, nil))))
+	}
+	for _, task := range tasks {
+		e.waitFor("the first executor's job", 20*time.Second, func() bool { _, err := e.job(task + "-ex-00"); return err == nil })
+	}
+	if err := e.adapter.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		e.waitFor("the first executor to complete", 30*time.Second, func() bool {
+			j, err := e.job(task + "-ex-00")
+			return err == nil && taskmeta.StatusOf(j) == taskmeta.JobComplete
+		})
+	}
+	body := e.sweep()
+	for _, task := range tasks {
+		if _, err := e.job(task + "-ex-01"); err != nil {
+			t.Errorf("the sweep did not start %s's next executor: %v (%s)", task, err, body)
+		}
+	}
+	if !strings.Contains(body, `"tasks":3`) {
+		t.Errorf("sweep %s, want all 3 tasks seen", body)
+	}
+}
+
 // With TASK_TTL_SECONDS, a task that ended that long ago is deleted with all
 // it owns.
 func TestTTLDeletesEndedTask(t *testing.T) {
