@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -414,6 +415,9 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 			}
 		}
 		fmt.Printf("  %6d tasks: sweep %s  API requests %s  tasks stepped %s  allocated MiB %s\n", n, pct(ds), ipct(reqs), ipct(lists), ipct(heap))
+		if err := sweepHandlerProcess(c, ns, n); err != nil {
+			return err
+		}
 	}
 
 	// Events per second against one handler: steps that read the task and
@@ -561,6 +565,78 @@ func benchColdStart(ctx context.Context, c *cluster.Cluster) error {
 	}
 	fmt.Printf("== Cold start: exec of bin/handler to /readyz answering 200, %d starts\n  %s\n", len(ds), pct(ds))
 	return nil
+}
+
+// sweepHandlerProcess runs bin/handler as its own process and has it sweep
+// the namespace (a PingSource event) 5 times: the sweep's time as the
+// handler answers it, and the process's peak RSS (VmHWM), which includes its
+// start.
+func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
+	bin := filepath.Join("bin", "handler")
+	port := 18180
+	cmd := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--port", fmt.Sprint(port))
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w (run `make build` first)", bin, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the handler was not ready within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	startRSS, _ := procStatusKiB(cmd.Process.Pid, "VmRSS")
+	var ds []time.Duration
+	for i := 0; i < 5; i++ {
+		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Ce-Specversion", "1.0")
+		req.Header.Set("Ce-Source", "bench")
+		req.Header.Set("Ce-Id", fmt.Sprintf("bench-ping-%d-%d", n, i))
+		req.Header.Set("Ce-Type", "dev.knative.sources.ping")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("sweep: %d %s", resp.StatusCode, body)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	peak, err := procStatusKiB(cmd.Process.Pid, "VmHWM")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  %6d tasks, bin/handler as a process: sweep %s  RSS at ready %.1f MB, peak %.1f MB\n", n, pct(ds), float64(startRSS)/1024, float64(peak)/1024)
+	return nil
+}
+
+// procStatusKiB reads a field of /proc/<pid>/status, in KiB.
+func procStatusKiB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var kib int64
+			_, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib)
+			return kib, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 func pct(ds []time.Duration) string {
