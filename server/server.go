@@ -13,8 +13,10 @@ import (
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	k8sevents "k8s.io/client-go/tools/events"
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
@@ -33,6 +35,7 @@ type Server struct {
 	Log       *zap.SugaredLogger
 
 	draining atomic.Bool
+	events   k8sevents.EventBroadcaster
 }
 
 // New builds the server for a namespace from a client configuration.
@@ -50,12 +53,26 @@ func New(rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
+	// Kubernetes Events on the anchors, recorded in the background.
+	b := k8sevents.NewBroadcaster(&k8sevents.EventSinkImpl{Interface: client.EventsV1()})
+	b.StartRecordingToSink(make(chan struct{}))
 	return &Server{
-		Runner:    &steps.Runner{Client: client, Config: cfg, Log: log},
+		Runner:    &steps.Runner{Client: client, Config: cfg, Log: log, Events: b.NewRecorder(scheme.Scheme, EventsController)},
 		Metadata:  md,
 		Namespace: cfg.Namespace,
 		Log:       log,
+		events:    b,
 	}, nil
+}
+
+// EventsController is the reporting controller of the Events on anchors.
+const EventsController = "tesk-knative.ga4gh.org/handler"
+
+// Close stops recording Events.
+func (s *Server) Close() {
+	if s.events != nil {
+		s.events.Shutdown()
+	}
 }
 
 // ErrorBody is the JSON of every error answer.

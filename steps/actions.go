@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -61,6 +62,9 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if err != nil {
 			return finished, err
 		}
+		if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
+			r.event(anchor, false, EventStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
+		}
 	}
 	for _, act := range plan.Actions {
 		res.Actions = append(res.Actions, act)
@@ -79,6 +83,11 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 			return finished, err
 		}
 		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
+		note := plan.Final.State
+		if plan.Final.Reason != "" {
+			note += ": " + strings.ReplaceAll(plan.Final.Reason, "\n", "; ")
+		}
+		r.event(anchor, plan.Final.State != StateComplete && plan.Final.State != StateCanceled, EventEnded, "%s", note)
 	}
 	return finished, nil
 }
@@ -171,6 +180,7 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		return st.checkOurs(ctx, act)
 	}
 	if err == nil {
+		st.r.event(st.anchor, false, EventJobCreate, "Created job %s", job.Name)
 		if st.r.Config.Debug {
 			st.r.log(ctx).Debugw("Created job", "task", st.a.Name, "job", job.Name, "manifest", jobManifest(job))
 		} else {
@@ -250,6 +260,7 @@ func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
 	switch Classify(err) {
 	case Done:
 		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
+		st.r.event(st.anchor, true, EventJobFailed, "Failed job %s: %s", name, act.Reason)
 		return finished, nil
 	case Missing:
 		return again, nil
@@ -289,6 +300,7 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 	switch Classify(err) {
 	case Done, Missing:
 		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
+		st.r.event(st.anchor, true, EventJobDelete, "Deleted job %s: %s", name, why)
 		return finished, nil
 	case Retry:
 		return finished, err

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/tools/events"
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -37,6 +38,9 @@ type Runner struct {
 	// PageSize is how many objects a LIST of the sweep asks for at a time
 	// (DefaultPageSize if 0).
 	PageSize int
+	// Events records the task's story as Kubernetes Events on its anchor
+	// (nil: none).
+	Events events.EventRecorder
 	// Sleep waits between attempts of a step (nil: a timer that the
 	// context ends).
 	Sleep func(context.Context, time.Duration) error
@@ -347,6 +351,37 @@ func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
 			r.log(ctx).Infow(n.Msg, "task", task)
 		}
 	}
+}
+
+// Reasons of the Events on a task's anchor.
+const (
+	EventStarted   = "Started"
+	EventJobCreate = "JobCreated"
+	EventJobFailed = "JobFailed"
+	EventJobDelete = "JobDeleted"
+	EventCancelled = "Cancelled"
+	EventEnded     = "Ended"
+)
+
+// maxEventNote is what an Event's note may hold (the API server allows 1 kB).
+const maxEventNote = 1000
+
+// event records a Kubernetes Event on the task's anchor, so that `kubectl
+// describe configmap <task>` tells the task's story. Recording is
+// asynchronous and best effort: a step never waits for it.
+func (r *Runner) event(anchor *corev1.ConfigMap, warning bool, reason, format string, a ...any) {
+	if r.Events == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	note := fmt.Sprintf(format, a...)
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	r.Events.Eventf(anchor, nil, typ, reason, "Step", "%s", note)
 }
 
 // logWarnings logs what a task holds that nothing reads (unknown fields,

@@ -258,7 +258,7 @@ func ParsePodTimeout(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	n, err := strconv.ParseFloat(v, 64)
 	if err != nil || n <= 0 || n > maxInt32 || math.IsNaN(n) {
-		return 0, fmt.Errorf("pod timeout %q is not a number of seconds from 0 to %d", v, maxInt32)
+		return 0, fmt.Errorf("pod timeout %q is not a number of seconds above 0, up to %d", v, maxInt32)
 	}
 	return time.Duration(n * float64(time.Second)), nil
 }

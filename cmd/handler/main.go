@@ -179,6 +179,7 @@ func run(args []string, getenv func(string) string) error {
 	if err := e.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	srv.Close()
 	log.Infow("Stopped")
 	return nil
 }

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
@@ -247,4 +250,35 @@ func TestWildcardAtRootIsRefused(t *testing.T) {
 	if _, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a PVC was created for a refused task: %v", err)
 	}
+}
+
+// A task's story is told by Kubernetes Events on its anchor: started, each
+// job created, and how it ended.
+func TestEventsOnTheAnchor(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	task := "task-events01"
+	e.submit(task, noIO(taskJSON(executor(task, 0, nil, nil), executor(task, 1, fail(3), nil))))
+	e.waitState(task, steps.StateExecutorError, 30*time.Second)
+	want := []string{steps.EventStarted, steps.EventJobCreate, steps.EventJobCreate, steps.EventEnded}
+	var got []string
+	e.waitFor("the anchor's Events", 20*time.Second, func() bool {
+		list, err := shared.Client.EventsV1().Events(e.ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "regarding.kind=ConfigMap,regarding.name=" + task,
+		})
+		if err != nil {
+			return false
+		}
+		slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+		got = got[:0]
+		for _, ev := range list.Items {
+			got = append(got, ev.Reason)
+			if ev.Reason == steps.EventEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
+				t.Errorf("the Ended event: %s %q", ev.Type, ev.Note)
+			}
+			if ev.ReportingController != server.EventsController {
+				t.Errorf("event %s reported by %q", ev.Reason, ev.ReportingController)
+			}
+		}
+		return slices.Equal(got, want)
+	})
 }

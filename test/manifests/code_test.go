@@ -35,6 +35,7 @@ var handlerRules = map[string][]string{
 	"/pods":                   {"list"},
 	"/pods/log":               {"get"},
 	"/persistentvolumeclaims": {"create", "delete", "patch"},
+	"events.k8s.io/events":    {"create"},
 }
 
 // sourceRules are what the ApiServerSource's adapter needs to watch the
