@@ -116,7 +116,7 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 // BuildFilerJob is the inputs or outputs filer's job (part taskmeta.PartInputsFiler or
 // taskmeta.PartOutputsFiler). It mounts the whole task volume below
 // taskspec.FilerTaskDir, reads the task from the anchor ConfigMap, and gets
-// the filer's environment and secrets as the reference lists them.
+// the filer's environment and secrets (behaviour §3).
 func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 	mode := strings.TrimSuffix(part, "-filer")
 	args := []string{mode, "--file", path.Join(jsonMountPath, taskspec.ConfigMapKey)}

@@ -13,8 +13,8 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// The cases cite the reference's paragraphs as decide_test.go does, and its
-// "Options" and "Environment variables" tables.
+// The cases cite docs/behaviour.md as decide_test.go does, with its sections
+// 2 (options) and 3 (environment variables).
 
 var testAnchor = Anchor{Name: testTask, Namespace: testNS, UID: testUID}
 
@@ -34,9 +34,9 @@ func TestBuildPVC(t *testing.T) {
 		size    string
 		classOK func(*string) bool
 	}{
-		{"What it does §1: the PVC has the task's disk size", 2, "", "2Gi", func(s *string) bool { return s == nil }},
-		{"What it does §1: a fractional disk size", 1.5, "", "1536Mi", func(s *string) bool { return s == nil }},
-		{"What it does §1: no disk size: 1 GiB", 0, "", "1Gi", func(s *string) bool { return s == nil }},
+		{"behaviour §1.1: the PVC has the task's disk size", 2, "", "2Gi", func(s *string) bool { return s == nil }},
+		{"behaviour §1.1: a fractional disk size", 1.5, "", "1536Mi", func(s *string) bool { return s == nil }},
+		{"behaviour §1.1: no disk size: 1 GiB", 0, "", "1Gi", func(s *string) bool { return s == nil }},
 		{"STORAGE_CLASS_NAME sets the PVC's storage class", 3, "fast", "3Gi", func(s *string) bool { return s != nil && *s == "fast" }},
 	}
 	for _, c := range cases {
@@ -65,7 +65,7 @@ func TestBuildPVC(t *testing.T) {
 }
 
 func TestBuildExecutorJob(t *testing.T) {
-	t.Run("What it does §4: name, labels, owner and pod template label as TESK's", func(t *testing.T) {
+	t.Run("behaviour §1.4: name, labels, owner and pod template label as TESK's", func(t *testing.T) {
 		task := taskWith(2)
 		j := BuildExecutorJob(testAnchor, task, 1, DefaultConfig())
 		if j.Name != testTask+"-ex-01" || j.Namespace != testNS {
@@ -91,7 +91,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		}
 	})
 
-	t.Run("What it does §2: requests become limits when there are no limits", func(t *testing.T) {
+	t.Run("behaviour §1.2: requests become limits when there are no limits", func(t *testing.T) {
 		task := taskWith(1)
 		req := corev1.ResourceList{corev1.ResourceCPU: quantity("1"), corev1.ResourceMemory: quantity("1Gi")}
 		task.Executors[0].Spec.Template.Spec.Containers[0].Resources.Requests = req
@@ -104,7 +104,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		}
 	})
 
-	t.Run("What it does §2: limits that are set are kept", func(t *testing.T) {
+	t.Run("behaviour §1.2: limits that are set are kept", func(t *testing.T) {
 		task := taskWith(1)
 		res := corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: quantity("1"), corev1.ResourceMemory: quantity("1Gi")},
@@ -117,7 +117,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		}
 	})
 
-	t.Run("What it does §2: no requests, no limits", func(t *testing.T) {
+	t.Run("behaviour §1.2: no requests, no limits", func(t *testing.T) {
 		c := BuildExecutorJob(testAnchor, taskWith(1), 0, DefaultConfig()).Spec.Template.Spec.Containers[0]
 		if c.Resources.Limits != nil || c.Resources.Requests != nil {
 			t.Errorf("resources %+v, want none", c.Resources)
@@ -130,10 +130,10 @@ func TestBuildExecutorJob(t *testing.T) {
 		job  *int32
 		want int32
 	}{
-		{"What it does §17: EXECUTOR_BACKOFF_LIMIT sets the executors' backoffLimit", ptr(int32(2)), nil, 2},
-		{"What it does §17: EXECUTOR_BACKOFF_LIMIT overrides the job's own limit", ptr(int32(0)), ptr(int32(4)), 0},
-		{"What it does §17: without EXECUTOR_BACKOFF_LIMIT the job's own limit is kept", nil, ptr(int32(3)), 3},
-		{"What it does §17: without either, executors aren't retried (backoffLimit 0)", nil, nil, 0},
+		{"behaviour §1.17: EXECUTOR_BACKOFF_LIMIT sets the executors' backoffLimit", ptr(int32(2)), nil, 2},
+		{"behaviour §1.17: EXECUTOR_BACKOFF_LIMIT overrides the job's own limit", ptr(int32(0)), ptr(int32(4)), 0},
+		{"behaviour §1.17: without EXECUTOR_BACKOFF_LIMIT the job's own limit is kept", nil, ptr(int32(3)), 3},
+		{"behaviour §1.17: without either, executors aren't retried (backoffLimit 0)", nil, nil, 0},
 	}
 	for _, c := range backoff {
 		t.Run(c.name, func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		})
 	}
 
-	t.Run("What it does §1: each volume and each input and output directory (a DIRECTORY's own path, a FILE's parent) is a subPath of the PVC at its path", func(t *testing.T) {
+	t.Run("behaviour §1.1: each volume and each input and output directory (a DIRECTORY's own path, a FILE's parent) is a subPath of the PVC at its path", func(t *testing.T) {
 		task := taskWith(1, func(tk *taskspec.Task) {
 			tk.Volumes = []string{"/scratch", "/data/in"}
 			tk.Inputs = []taskspec.Input{
@@ -179,7 +179,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		}
 	})
 
-	t.Run("What it does §1: a wildcard output is mounted at the pattern's deepest directory without wildcards", func(t *testing.T) {
+	t.Run("behaviour §1.1: a wildcard output is mounted at the pattern's deepest directory without wildcards", func(t *testing.T) {
 		task := taskWith(1, func(tk *taskspec.Task) {
 			tk.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
 		})
@@ -190,7 +190,7 @@ func TestBuildExecutorJob(t *testing.T) {
 		}
 	})
 
-	t.Run("What it does §1: without inputs, outputs or volumes nothing is mounted", func(t *testing.T) {
+	t.Run("behaviour §1.1: without inputs, outputs or volumes nothing is mounted", func(t *testing.T) {
 		ps := BuildExecutorJob(testAnchor, taskWith(1), 0, DefaultConfig()).Spec.Template.Spec
 		if len(ps.Volumes) != 0 || len(ps.Containers[0].VolumeMounts) != 0 {
 			t.Errorf("volumes %+v, mounts %+v", ps.Volumes, ps.Containers[0].VolumeMounts)
@@ -207,7 +207,7 @@ func envOf(c corev1.Container) map[string]corev1.EnvVar {
 }
 
 func TestBuildFilerJob(t *testing.T) {
-	t.Run("What it does §1, §3, §4: names, labels, owner, image, args and task volume", func(t *testing.T) {
+	t.Run("behaviour §1.1, §1.3, §1.4: names, labels, owner, image, args and task volume", func(t *testing.T) {
 		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
 			cfg := DefaultConfig()
 			cfg.FilerName, cfg.FilerVersion = "example.org/filer", "0.11.0"
@@ -282,7 +282,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: FILER_BACKOFF_LIMIT sets the filer's backoffLimit", func(t *testing.T) {
+	t.Run("behaviour §3: FILER_BACKOFF_LIMIT sets the filer's backoffLimit", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FilerBackoffLimit = ptr(int32(5))
 		j := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg)
@@ -291,7 +291,7 @@ func TestBuildFilerJob(t *testing.T) {
 		wantInt32(t, "backoffLimit after the config changed", j.Spec.BackoffLimit, 5)
 	})
 
-	t.Run("Environment: FILER_HTTP_TIMEOUT, TESK_FTP_HOSTS, HOST_BASE_PATH and CONTAINER_BASE_PATH are passed on", func(t *testing.T) {
+	t.Run("behaviour §3: FILER_HTTP_TIMEOUT, TESK_FTP_HOSTS, HOST_BASE_PATH and CONTAINER_BASE_PATH are passed on", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FilerHTTPTimeout = "30"
 		cfg.FTPHosts = "ftp.example.org,ftp2.example.org"
@@ -308,7 +308,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: unset settings are not passed", func(t *testing.T) {
+	t.Run("behaviour §3: unset settings are not passed", func(t *testing.T) {
 		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, DefaultConfig()).Spec.Template.Spec.Containers[0])
 		for _, k := range []string{"TESK_FTP_USERNAME", "TESK_FTP_PASSWORD", "TESK_FTP_HOSTS", "HOST_BASE_PATH", "CONTAINER_BASE_PATH", "NETRC", "DEBUG"} {
 			if _, ok := env[k]; ok {
@@ -320,7 +320,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: with TESK_FTP_SECRET_NAME the FTP credentials are references to the secret", func(t *testing.T) {
+	t.Run("behaviour §3: with TESK_FTP_SECRET_NAME the FTP credentials are references to the secret", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FTPUsername, cfg.FTPPassword, cfg.FTPSecretName = "alice", "s3cret", "ftp-secret"
 		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
@@ -333,7 +333,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: without TESK_FTP_SECRET_NAME the FTP credentials are values", func(t *testing.T) {
+	t.Run("behaviour §3: without TESK_FTP_SECRET_NAME the FTP credentials are values", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FTPUsername, cfg.FTPPassword = "alice", "s3cret"
 		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
@@ -342,7 +342,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: NETRC_SECRET_NAME is mounted and pointed to", func(t *testing.T) {
+	t.Run("behaviour §3: NETRC_SECRET_NAME is mounted and pointed to", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.NetrcSecretName = "my-netrc"
 		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
@@ -354,14 +354,14 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: the secret aws-secret is mounted if it exists", func(t *testing.T) {
+	t.Run("behaviour §3: the secret aws-secret is mounted if it exists", func(t *testing.T) {
 		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, DefaultConfig()).Spec.Template.Spec
 		if !hasMount(ps.Containers[0], "aws-secret", "/aws", true) || !hasSecretVolume(ps, "aws-secret", "aws-secret", true) {
 			t.Errorf("aws-secret volume missing or not optional: %+v", ps.Volumes)
 		}
 	})
 
-	t.Run("Environment: TRANSFER_PVC_NAME is mounted, writable, at CONTAINER_BASE_PATH", func(t *testing.T) {
+	t.Run("behaviour §3: TRANSFER_PVC_NAME is mounted, writable, at CONTAINER_BASE_PATH", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.TransferPVCName, cfg.ContainerBasePath, cfg.HostBasePath = "transfer-pvc", "/transfer", "/mnt/host"
 		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
@@ -379,7 +379,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: the filer's default security contexts", func(t *testing.T) {
+	t.Run("behaviour §3: the filer's default security contexts", func(t *testing.T) {
 		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, DefaultConfig()).Spec.Template.Spec
 		if !reflect.DeepEqual(ps.SecurityContext, DefaultFilerPodSecurityContext()) {
 			t.Errorf("pod security context %+v", ps.SecurityContext)
@@ -389,7 +389,7 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
-	t.Run("Environment: FILER_*SECURITY_CONTEXT {} leaves the security contexts out; FILER_RESOURCES sets the resources", func(t *testing.T) {
+	t.Run("behaviour §3: FILER_*SECURITY_CONTEXT {} leaves the security contexts out; FILER_RESOURCES sets the resources", func(t *testing.T) {
 		cfg, issues := LoadEnv(DefaultConfig(), func(k string) string {
 			return map[string]string{
 				"FILER_POD_SECURITY_CONTEXT": "{}", "FILER_SECURITY_CONTEXT": "{}",
@@ -416,10 +416,10 @@ func TestParts(t *testing.T) {
 		task *taskspec.Task
 		want []string
 	}{
-		{"What it does §1-§3: inputs, executors, outputs", taskWith(2, withInput, withOutput), fullParts},
-		{"What it does §1: executors only, no PVC", taskWith(1), []string{"ex-00"}},
-		{"What it does §3: volumes need no filer", taskWith(1, withVolume), []string{taskmeta.PartPVC, "ex-00"}},
-		{"What it does §1: inputs without outputs", taskWith(1, withInput), []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"}},
+		{"behaviour §1.1-§1.3: inputs, executors, outputs", taskWith(2, withInput, withOutput), fullParts},
+		{"behaviour §1.1: executors only, no PVC", taskWith(1), []string{"ex-00"}},
+		{"behaviour §1.3: volumes need no filer", taskWith(1, withVolume), []string{taskmeta.PartPVC, "ex-00"}},
+		{"behaviour §1.1: inputs without outputs", taskWith(1, withInput), []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

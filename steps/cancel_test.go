@@ -7,9 +7,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 )
 
-// Cancellation racing another step: "when it finds the label between jobs or
-// before the first, it starts no other job, and deletes the task's jobs that
-// are still running (by name, also those that an earlier attempt ... started)".
+// Cancellation racing another step (behaviour §1.18): a cancelled task
+// starts no other job and deletes, by name, its jobs that still run, also
+// those another step started.
 func TestCancelRaces(t *testing.T) {
 	parts := []string{"ex-00", "ex-01"}
 	cases := []struct {

@@ -35,7 +35,7 @@ const (
 )
 
 // Config is everything a step depends on besides the cluster: the options
-// (flags or environment) and the environment variables of the reference.
+// (flags or environment) and the environment variables of behaviour §3.
 type Config struct {
 	Namespace        string
 	PodTimeout       time.Duration
@@ -106,14 +106,14 @@ func DefaultFilerSecurityContext() *corev1.SecurityContext {
 }
 
 // ConfigIssue is a setting that was malformed and ignored. Level is "error"
-// or "warn", as the reference logs them.
+// or "warn" (behaviour §3.1).
 type ConfigIssue struct {
 	Level, Name, Msg string
 }
 
 func (i ConfigIssue) String() string { return i.Name + ": " + i.Msg }
 
-// LoadEnv applies the environment variables of the reference to cfg, with
+// LoadEnv applies the environment variables (behaviour §3) to cfg, with
 // their validation rules: an empty value counts as unset, numbers may have
 // spaces around them, and a value out of range or malformed is reported and
 // leaves the default.

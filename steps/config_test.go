@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The cases cite the reference's "Environment variables" section (its table
-// and the paragraph "Numbers may have spaces around them ...").
+// The cases check docs/behaviour.md section 3 (environment variables; §3.1
+// for how values are read).
 
 func TestLoadEnv(t *testing.T) {
 	def := DefaultConfig()

@@ -310,7 +310,7 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 
 // failedJob: a failed job stops the task, unless it is an executor's that
 // ignores errors and that the service did not end itself; that one passes
-// once Kubernetes marked it Failed (behaviour §1.5, §1.10).
+// once Kubernetes marked it Failed (behaviour §1.5, §1.6, §1.10).
 func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string, job *batchv1.Job, state string) (Plan, bool) {
 	if _, isExec := taskmeta.ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
 		if IsMarkedFailed(job) {

@@ -15,14 +15,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// The cases below cite the paragraph of the reference
-// (/work/shared/reference/taskmaster-behaviour.txt) that each checks. "What
-// it does §n" is the n-th paragraph of that section, the items of its
-// numbered list being §1 to §3 (so §10 is "A job counts as failed when ...",
-// §11 "A pending pod whose containers can't start ...", §12 "To fail the job
-// ...", §13 "By default, a pod that the scheduler can't place ...", §18 "To
-// cancel a task ..."). "Deleting §2" is the paragraph on TASK_TTL_SECONDS.
-// "Design §4" is the section of DESIGN.md on state kept on the cluster.
+// The cases cite the section of docs/behaviour.md that each checks.
 
 // act is an action as the tests compare it: kind and part.
 func act(kind ActionKind, part string) Action { return Action{Kind: kind, Part: part} }
@@ -55,7 +48,7 @@ func TestDecide(t *testing.T) {
 		{"a submission", []decideCase{
 			// Submission.
 			{
-				name:    "What it does §1: a task with inputs starts its PVC and its inputs filer together",
+				name:    "behaviour §1.1: a task with inputs starts its PVC and its inputs filer together",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
 				state:   StateInitializing,
@@ -68,7 +61,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name:    "What it does §1: no PVC without inputs, outputs or volumes",
+				name:    "behaviour §1.1: no PVC without inputs, outputs or volumes",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(2)},
 				actions: []Action{act(CreateJob, "ex-00")},
 				state:   StateRunning,
@@ -77,7 +70,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name:    "What it does §1: outputs need the PVC, which starts with the first executor when there are no inputs",
+				name:    "behaviour §1.1: outputs need the PVC, which starts with the first executor when there are no inputs",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withOutput)},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
 				state:   StateRunning,
@@ -86,7 +79,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name:    "What it does §3: volumes need the PVC but no filer",
+				name:    "behaviour §1.3: volumes need the PVC but no filer",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withVolume)},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
 				state:   StateRunning,
@@ -95,7 +88,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "What it does §1: a wildcard in the first path component is refused before the PVC or any job is created",
+				name: "behaviour §1.1: a wildcard in the first path component is refused before the PVC or any job is created",
 				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withInput, func(t *taskspec.Task) {
 					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}}
 				})},
@@ -109,7 +102,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "What it does §1: a wildcard output without path_prefix is refused before anything is created",
+				name: "behaviour §1.1: a wildcard output without path_prefix is refused before anything is created",
 				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
 					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt"}}
 				})},
@@ -118,7 +111,7 @@ func TestDecide(t *testing.T) {
 				check: func(t *testing.T, p Plan) { wantReason(t, p, "path_prefix") },
 			},
 			{
-				name: "What it does §1: a wildcard output with path_prefix below the first component runs",
+				name: "behaviour §1.1: a wildcard output with path_prefix below the first component runs",
 				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
 					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
 				})},
@@ -126,18 +119,18 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name:  "Design §3: a submitted task whose JSON was not read yet stays QUEUED and creates nothing",
+				name:  "behaviour §5: a submitted task whose JSON was not read yet stays QUEUED and creates nothing",
 				obs:   Observed{Event: "ev-1", Anchor: anchorWith(nil)},
 				state: StateQueued,
 			},
 			{
-				name: "Design §4: a duplicate submission of a started task creates nothing twice",
+				name: "behaviour §6: a duplicate submission of a started task creates nothing twice",
 				obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Spec: full,
 					Jobs: jobsOf(running(taskmeta.PartInputsFiler)), Pods: pods()},
 				state: StateInitializing,
 			},
 			{
-				name: "Design §4: a redelivery of the submission creates what its first attempt recorded",
+				name: "behaviour §6: a redelivery of the submission creates what its first attempt recorded",
 				obs: func() Observed {
 					p := progressOf(fullParts, "ev-submit", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler)
 					p.Last.Parts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}
@@ -151,7 +144,7 @@ func TestDecide(t *testing.T) {
 		{"a part's job", []decideCase{
 			// Executors, in order.
 			{
-				name:    "What it does §2: the first executor starts once the inputs filer completed",
+				name:    "behaviour §1.2: the first executor starts once the inputs filer completed",
 				obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(CreateJob, "ex-00")},
 				state:   StateRunning,
@@ -163,7 +156,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "What it does §2: executors run one after another",
+				name: "behaviour §1.2: executors run one after another",
 				obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 				actions: []Action{act(CreateJob, "ex-01")},
@@ -176,7 +169,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "Design §9: a part recorded done is not read again",
+				name: "behaviour §9: a part recorded done is not read again",
 				obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01").withDone(taskmeta.PartInputsFiler, "ex-00")
 					return &p
@@ -185,20 +178,20 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §2: while an executor runs, no later job starts",
+				name: "behaviour §1.2: while an executor runs, no later job starts",
 				obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §3: the outputs filer starts after the last executor",
+				name: "behaviour §1.3: the outputs filer starts after the last executor",
 				obs: Observed{Event: "ev-4", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"))},
 				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §3, §7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
+				name: "behaviour §1.3, §1.7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
 				obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 				actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
@@ -206,7 +199,7 @@ func TestDecide(t *testing.T) {
 				state:   StateComplete,
 			},
 			{
-				name: "What it does §7: output file logs that are recorded already are not read again",
+				name: "behaviour §1.7: output file logs that are recorded already are not read again",
 				obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"),
 						annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, "[]"))},
@@ -215,7 +208,7 @@ func TestDecide(t *testing.T) {
 				state:   StateComplete,
 			},
 			{
-				name: "What it does §3: a task without a PVC completes without deleting one",
+				name: "behaviour §1.3: a task without a PVC completes without deleting one",
 				obs: Observed{Event: "ev-5", Anchor: anchorWith(ptr(progressOf(execOnly, "ev-old", ago(time.Hour), execOnly...))),
 					Jobs: jobsOf(completed("ex-00"), completed("ex-01"))},
 				final: StateComplete,
@@ -224,7 +217,7 @@ func TestDecide(t *testing.T) {
 
 			// Job conditions.
 			{
-				name: "What it does §10: a job with the condition Failed counts as failed",
+				name: "behaviour §1.10: a job with the condition Failed counts as failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -232,7 +225,7 @@ func TestDecide(t *testing.T) {
 				state:   StateExecutorError,
 			},
 			{
-				name: "What it does §10: a job with the condition FailureTarget counts as failed",
+				name: "behaviour §1.10: a job with the condition FailureTarget counts as failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -240,34 +233,34 @@ func TestDecide(t *testing.T) {
 				state:   StateExecutorError,
 			},
 			{
-				name: "What it does §10: a job with the condition Complete counts as complete",
+				name: "behaviour §1.10: a job with the condition Complete counts as complete",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
 				actions: []Action{act(CreateJob, "ex-01")},
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §10: a job with the condition SuccessCriteriaMet counts as complete",
+				name: "behaviour §1.10: a job with the condition SuccessCriteriaMet counts as complete",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
 				actions: []Action{act(CreateJob, "ex-01")},
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §10: a Suspended job is still running",
+				name: "behaviour §1.10: a Suspended job is still running",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §10: a condition that is not True counts for nothing",
+				name: "behaviour §1.10: a condition that is not True counts for nothing",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
 					Pods: pods()},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §11: a running job's pods are needed to decide, and asked for when not read",
+				name: "behaviour §1.11: a running job's pods are needed to decide, and asked for when not read",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
 				state: StateRunning,
@@ -280,7 +273,7 @@ func TestDecide(t *testing.T) {
 
 			// Failures.
 			{
-				name: "What it does §5: a failed executor stops the task: EXECUTOR_ERROR, no later job, the job kept, the PVC deleted",
+				name: "behaviour §1.5: a failed executor stops the task: EXECUTOR_ERROR, no later job, the job kept, the PVC deleted",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -289,7 +282,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "Job '"+testTask+"-ex-00' failed") },
 			},
 			{
-				name: "What it does §5: a failed inputs filer stops the task with SYSTEM_ERROR",
+				name: "behaviour §1.5: a failed inputs filer stops the task with SYSTEM_ERROR",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(failed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -297,7 +290,7 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "What it does §5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
+				name: "behaviour §1.5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(taskmeta.PartOutputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -305,7 +298,7 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
+				name: "behaviour §1.8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
 				cfg:     func(c *Config) { c.KeepFailedPVC = true },
@@ -314,7 +307,7 @@ func TestDecide(t *testing.T) {
 				state:   StateExecutorError,
 			},
 			{
-				name: "What it does §8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
+				name: "behaviour §1.8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 				cfg:     func(c *Config) { c.KeepFailedPVC = true },
@@ -325,13 +318,13 @@ func TestDecide(t *testing.T) {
 
 			// ignore-error.
 			{
-				name: "What it does §6: an ignore-error executor that is only FailureTarget is waited for",
+				name: "behaviour §1.6: an ignore-error executor that is only FailureTarget is waited for",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
+				name: "behaviour §1.6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
 				actions: []Action{act(CreateJob, "ex-01")},
@@ -341,14 +334,14 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "What it does §6: after the last executor failed with ignore-error, the outputs filer starts",
+				name: "behaviour §1.6: after the last executor failed with ignore-error, the outputs filer starts",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
 				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §6: an ignore-error executor not marked Failed within the pod timeout stops the task",
+				name: "behaviour §1.6: an ignore-error executor not marked Failed within the pod timeout stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -357,7 +350,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "didn't mark it Failed within 240 s") },
 			},
 			{
-				name: "What it does §6: an ignore-error executor that the service failed (failed annotation) still stops the task",
+				name: "behaviour §1.6: an ignore-error executor that the service failed (failed annotation) still stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(ignoring(failed("ex-00")), taskmeta.AnnotationFailed, "Pod couldn't start"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -365,7 +358,7 @@ func TestDecide(t *testing.T) {
 				state:   StateExecutorError,
 			},
 			{
-				name: "What it does §6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
+				name: "behaviour §1.6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job {
 						j := ignoring(failed("ex-00"))
@@ -377,7 +370,7 @@ func TestDecide(t *testing.T) {
 				state:   StateExecutorError,
 			},
 			{
-				name: "What it does §6: another value of the ignore-error annotation stops the task at the executor's failure",
+				name: "behaviour §1.6: another value of the ignore-error annotation stops the task at the executor's failure",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(failed("ex-00"), taskmeta.AnnotationIgnoreError, "yes"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -385,7 +378,7 @@ func TestDecide(t *testing.T) {
 				state:   StateExecutorError,
 			},
 			{
-				name: "What it does §6: ignore-error is an executor's: a filer job with it still stops the task",
+				name: "behaviour §1.6: ignore-error is an executor's: a filer job with it still stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(ignoring(failed(taskmeta.PartInputsFiler)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -396,7 +389,7 @@ func TestDecide(t *testing.T) {
 		{"the record", []decideCase{
 			// Jobs recorded as started but missing.
 			{
-				name: "Design §4: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
+				name: "behaviour §6: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -405,7 +398,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
 			},
 			{
-				name: "Design §4: a job being deleted by someone stops the task with SYSTEM_ERROR",
+				name: "behaviour §6: a job being deleted by someone stops the task with SYSTEM_ERROR",
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -413,7 +406,7 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "Design §4: a redelivery of the event that recorded a missing job creates it",
+				name: "behaviour §6: a redelivery of the event that recorded a missing job creates it",
 				obs: Observed{Event: "ev-old", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(CreateJob, "ex-00")},
@@ -421,13 +414,13 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 			},
 			{
-				name: "Design §4: another event within the grace period waits for a job recorded moments ago",
+				name: "behaviour §6: another event within the grace period waits for a job recorded moments ago",
 				obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				state: StateRunning,
 			},
 			{
-				name: "Design §4: a job whose deletion the event reported is not waited for, even within the grace period",
+				name: "behaviour §6: a job whose deletion the event reported is not waited for, even within the grace period",
 				obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -435,13 +428,13 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "Design §6: a sweep within the grace period waits for a job recorded moments ago",
+				name: "behaviour §7: a sweep within the grace period waits for a job recorded moments ago",
 				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
 				state: StateRunning,
 			},
 			{
-				name: "Design §4: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
+				name: "behaviour §6: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
 				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -451,7 +444,7 @@ func TestDecide(t *testing.T) {
 
 			// Parts the service ended itself.
 			{
-				name: "What it does §13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
+				name: "behaviour §1.13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
 				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
 					return &p
@@ -462,7 +455,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "wasn't scheduled within 3600 s: no nodes") },
 			},
 			{
-				name: "What it does §12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
+				name: "behaviour §1.12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
 				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Creating job 'x' was refused: invalid")
 					return &p
@@ -473,7 +466,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was refused: invalid") },
 			},
 			{
-				name: "What it does §14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
+				name: "behaviour §1.14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
 				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
 					return &p
@@ -483,7 +476,7 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "What it does §6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
+				name: "behaviour §1.6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
 					return &p
@@ -494,7 +487,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "not scheduled") },
 			},
 			{
-				name: "What it does §6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
+				name: "behaviour §1.6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
 				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
 					return &p
@@ -504,7 +497,7 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "Design §4: a job of the same name that the task does not own is not deleted",
+				name: "behaviour §6: a job of the same name that the task does not own is not deleted",
 				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
 					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Job exists but does not belong to the task")
 					return &p
@@ -520,19 +513,19 @@ func TestDecide(t *testing.T) {
 
 			// Duplicate and late events.
 			{
-				name: "Design §4: a late job.finished of a finished task does nothing",
+				name: "behaviour §6: a late job.finished of a finished task does nothing",
 				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 				state: StateComplete,
 			},
 			{
-				name: "Design §4: a finished task stays finished even if a job changes later",
+				name: "behaviour §6: a finished task stays finished even if a job changes later",
 				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.AnnotationState, StateExecutorError, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 				state: StateExecutorError,
 			},
 			{
-				name: "Design §4: a duplicate job.finished of an executor whose successor runs creates nothing",
+				name: "behaviour §6: a duplicate job.finished of an executor whose successor runs creates nothing",
 				obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
 				state: StateRunning,
@@ -540,7 +533,7 @@ func TestDecide(t *testing.T) {
 
 			// The record.
 			{
-				name:    "Design §4: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
+				name:    "behaviour §6: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
 				obs:     Observed{Event: "ev", Anchor: anchorWith(nil, taskmeta.AnnotationProgress, "{not json")},
 				actions: []Action{{Kind: DeletePVC, Part: taskmeta.PartPVC}},
 				final:   StateSystemError,
@@ -551,20 +544,20 @@ func TestDecide(t *testing.T) {
 		{"a cancelled task", []decideCase{
 			// Cancellation.
 			{
-				name: "What it does §18: a cancelled task's running job is deleted, the jobs that ended are kept, CANCELING",
+				name: "behaviour §1.18: a cancelled task's running job is deleted, the jobs that ended are kept, CANCELING",
 				obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
 				actions: []Action{act(DeleteJob, "ex-00")},
 				state:   StateCanceling,
 			},
 			{
-				name: "What it does §18: a cancelled task is CANCELING while its deleted jobs are going",
+				name: "behaviour §1.18: a cancelled task is CANCELING while its deleted jobs are going",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
 				state: StateCanceling,
 			},
 			{
-				name: "What it does §8, §18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
+				name: "behaviour §1.8, §1.18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -572,7 +565,7 @@ func TestDecide(t *testing.T) {
 				state:   StateCanceled,
 			},
 			{
-				name: "What it does §8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
+				name: "behaviour §1.8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				cfg:     func(c *Config) { c.KeepFailedPVC = true },
@@ -581,21 +574,21 @@ func TestDecide(t *testing.T) {
 				state:   StateCanceled,
 			},
 			{
-				name:  "What it does §18: a task cancelled before anything started is CANCELED and creates nothing",
+				name:  "behaviour §1.18: a task cancelled before anything started is CANCELED and creates nothing",
 				obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(nil)), Spec: full},
 				final: StateCanceled,
 				state: StateCanceled,
 				check: func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 			},
 			{
-				name: "What it does §18: a job the service is failing is deleted when the task is cancelled",
+				name: "behaviour §1.18: a job the service is failing is deleted when the task is cancelled",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
 				actions: []Action{act(DeleteJob, "ex-00")},
 				state:   StateCanceling,
 			},
 			{
-				name: "What it does §18: a failed job of a cancelled task is kept with its logs",
+				name: "behaviour §1.18: a failed job of a cancelled task is kept with its logs",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -603,7 +596,7 @@ func TestDecide(t *testing.T) {
 				state:   StateCanceled,
 			},
 			{
-				name: "What it does §18: a cancel of a task that ended changes nothing",
+				name: "behaviour §1.18: a cancel of a task that ended changes nothing",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 				state: StateComplete,
@@ -612,7 +605,7 @@ func TestDecide(t *testing.T) {
 		{"a job's pods", []decideCase{
 			// Pods that can't start.
 			{
-				name: "What it does §11: ErrImagePull past the pod timeout (from the pod's start) fails the job",
+				name: "behaviour §1.11: ErrImagePull past the pod timeout (from the pod's start) fails the job",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(241*time.Second), "ErrImagePull", false))},
@@ -623,7 +616,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "What it does §11: ImagePullBackOff of an init container past the pod timeout fails the job",
+				name: "behaviour §1.11: ImagePullBackOff of an init container past the pod timeout fails the job",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "ImagePullBackOff", true))},
@@ -631,7 +624,7 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §11: InvalidImageName past the pod timeout fails the job",
+				name: "behaviour §1.11: InvalidImageName past the pod timeout fails the job",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "InvalidImageName", false))},
@@ -639,7 +632,7 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §11: CreateContainerConfigError past the pod timeout fails the job",
+				name: "behaviour §1.11: CreateContainerConfigError past the pod timeout fails the job",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", false))},
@@ -647,7 +640,7 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §11: CreateContainerConfigError of an init container past the pod timeout fails the job",
+				name: "behaviour §1.11: CreateContainerConfigError of an init container past the pod timeout fails the job",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", true))},
@@ -655,7 +648,7 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §11: a pod that hasn't started is timed from its creation",
+				name: "behaviour §1.11: a pod that hasn't started is timed from its creation",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(241*time.Second), time.Time{}, "ErrImagePull", false))},
@@ -663,28 +656,28 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §11: a pod that started is timed from its start, not its creation",
+				name: "behaviour §1.11: a pod that started is timed from its start, not its creation",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Minute), "ErrImagePull", false))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §11: a pod that can't start before the pod timeout keeps waiting",
+				name: "behaviour §1.11: a pod that can't start before the pod timeout keeps waiting",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(239*time.Second), time.Time{}, "ImagePullBackOff", false))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §12: a pod pending for another reason (pulling a large image) keeps waiting",
+				name: "behaviour §1.12: a pod pending for another reason (pulling a large image) keeps waiting",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ContainerCreating", false))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §11: a pod that is being deleted is not checked",
+				name: "behaviour §1.11: a pod that is being deleted is not checked",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(func() *corev1.Pod {
@@ -695,14 +688,14 @@ func TestDecide(t *testing.T) {
 				state: StateRunning,
 			},
 			{
-				name: "What it does §11: only the pods of the running job count",
+				name: "behaviour §1.11: only the pods of the running job count",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §11: a filer pod that can't start fails the filer's job",
+				name: "behaviour §1.11: a filer pod that can't start fails the filer's job",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
 					Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
@@ -710,14 +703,14 @@ func TestDecide(t *testing.T) {
 				state:   StateInitializing,
 			},
 			{
-				name: "What it does §12: a job the service failed is waited for until Kubernetes marks it Failed",
+				name: "behaviour §1.12: a job the service failed is waited for until Kubernetes marks it Failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
 					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
 				state: StateRunning,
 			},
 			{
-				name: "What it does §12: a job the service failed is handled as any failed job once marked Failed",
+				name: "behaviour §1.12: a job the service failed is handled as any failed job once marked Failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(failedByService(failed(taskmeta.PartInputsFiler), ago(time.Minute)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -725,7 +718,7 @@ func TestDecide(t *testing.T) {
 				state:   StateSystemError,
 			},
 			{
-				name: "What it does §12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
+				name: "behaviour §1.12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -734,7 +727,7 @@ func TestDecide(t *testing.T) {
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "it is kept") },
 			},
 			{
-				name: "What it does §12: a failed filer job not marked Failed within another pod timeout stops the task with SYSTEM_ERROR",
+				name: "behaviour §1.12: a failed filer job not marked Failed within another pod timeout stops the task with SYSTEM_ERROR",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(failedByService(running(taskmeta.PartInputsFiler), ago(241*time.Second)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -744,7 +737,7 @@ func TestDecide(t *testing.T) {
 
 			// Pods that aren't scheduled.
 			{
-				name: "What it does §13: an executor whose pod wasn't scheduled within TESK_MAX_QUEUE_SECONDS, and never ran, is deleted: SYSTEM_ERROR",
+				name: "behaviour §1.13: an executor whose pod wasn't scheduled within TESK_MAX_QUEUE_SECONDS, and never ran, is deleted: SYSTEM_ERROR",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(time.Hour)))},
@@ -765,7 +758,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "What it does §13: an taskmeta.Unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
+				name: "behaviour §1.13: an taskmeta.Unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
@@ -773,7 +766,7 @@ func TestDecide(t *testing.T) {
 				state: StateQueued,
 			},
 			{
-				name: "What it does §13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
+				name: "behaviour §1.13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), func() *batchv1.Job { j := running("ex-00"); j.Status.Failed = 1; return j }()),
 					Pods: pods(unschedulablePod("ex-00", ago(2*time.Hour)))},
@@ -782,7 +775,7 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §13: an executor job with a pod that ran before is failed and kept",
+				name: "behaviour §1.13: an executor job with a pod that ran before is failed and kept",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(podOf("ex-00", corev1.PodFailed, ago(3*time.Hour)), unschedulablePod("ex-00", ago(2*time.Hour)))},
@@ -791,7 +784,7 @@ func TestDecide(t *testing.T) {
 				state:   StateRunning,
 			},
 			{
-				name: "What it does §13: a filer job whose pod wasn't scheduled in time is failed and kept",
+				name: "behaviour §1.13: a filer job whose pod wasn't scheduled in time is failed and kept",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
 					Pods: pods(unschedulablePod(taskmeta.PartInputsFiler, ago(2*time.Hour)))},
@@ -800,7 +793,7 @@ func TestDecide(t *testing.T) {
 				state:   StateInitializing,
 			},
 			{
-				name: "What it does §13: without TESK_MAX_QUEUE_SECONDS an taskmeta.Unschedulable pod waits forever, QUEUED",
+				name: "behaviour §1.13: without TESK_MAX_QUEUE_SECONDS an taskmeta.Unschedulable pod waits forever, QUEUED",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},
@@ -877,7 +870,7 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 
 // TestDecideStepsThroughATask applies each plan's progress as the apply layer
 // would, and plays the jobs' outcomes, from submission to COMPLETE: every job
-// is created once, in the reference's order (What it does §1-§3).
+// is created once, in order (behaviour §1.1-§1.3).
 func TestDecideStepsThroughATask(t *testing.T) {
 	spec := taskWith(3, withInput, withOutput, withVolume)
 	anchor := anchorWith(nil)

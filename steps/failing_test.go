@@ -7,10 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// What it does §4 (ignore-error): "A job that the taskmaster ended itself
-// still stops the task ... That holds also when the taskmaster's attempt to
-// fail or delete the job got a server error, even if the job then fails on
-// its own: in doubt, the task stops."
+// behaviour §1.6: a job the service set out to fail stops the task even if
+// its executor ignores errors, and even when the patch got an error and the
+// job then failed on its own: in doubt, the task stops.
 func TestFailingIsRecordedBeforeThePatch(t *testing.T) {
 	parts := []string{"ex-00", "ex-01"}
 	cfg := DefaultConfig()

@@ -10,7 +10,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// The cases check the reference's "What it does §7": the last line that
+// The cases check behaviour §1.7 (docs/behaviour.md): the last line that
 // starts with TESK_OUTPUT_FILE_LOGS among the last 1,000 lines of the outputs
 // filer's log, checked, each file's URL and path added, stored as compact
 // JSON with the keys url, path and size_bytes, at most 200,000 bytes.

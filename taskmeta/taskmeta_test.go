@@ -77,13 +77,13 @@ func TestStatusOf(t *testing.T) {
 		conds []batchv1.JobConditionType
 		want  JobStatus
 	}{
-		{"What it does §10: no condition is running", nil, JobRunning},
-		{"What it does §10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, JobFailed},
-		{"What it does §10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, JobFailed},
-		{"What it does §10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, JobComplete},
-		{"What it does §10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, JobComplete},
-		{"What it does §10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, JobRunning},
-		{"What it does §10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, JobFailed},
+		{"behaviour §1.10: no condition is running", nil, JobRunning},
+		{"behaviour §1.10: Failed is failed", []batchv1.JobConditionType{batchv1.JobFailed}, JobFailed},
+		{"behaviour §1.10: FailureTarget is failed", []batchv1.JobConditionType{batchv1.JobFailureTarget}, JobFailed},
+		{"behaviour §1.10: Complete is complete", []batchv1.JobConditionType{batchv1.JobComplete}, JobComplete},
+		{"behaviour §1.10: SuccessCriteriaMet is complete", []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet}, JobComplete},
+		{"behaviour §1.10: Suspended is running", []batchv1.JobConditionType{batchv1.JobSuspended}, JobRunning},
+		{"behaviour §1.10: failed wins over complete", []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailureTarget}, JobFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

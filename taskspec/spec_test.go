@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// The cases check the task JSON as the TESK API passes it (the reference's
-// "What it does §1": inputs, outputs, volumes, and the refusal of a wildcard
+// The cases check the task JSON as the TESK API passes it (behaviour §1.1 in
+// docs/behaviour.md: inputs, outputs, volumes, and the refusal of a wildcard
 // in the first path component).
 
 const executorJSON = `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"task-1-ex-00","labels":{"job-type":"executor"}},` +
@@ -142,14 +142,14 @@ func TestRefusal(t *testing.T) {
 		out  Output
 		want string // part of the refusal; "" for none
 	}{
-		{"What it does §1: a wildcard in the first component would need a mount at /", Output{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}, "first component"},
-		{"What it does §1: a wildcard directory in the first component", Output{URL: "s3://b/", Path: "/da?a/out.txt", PathPrefix: "/"}, "first component"},
-		{"What it does §1: a character class in the first component", Output{URL: "s3://b/", Path: "/[abc]/out.txt", PathPrefix: "/"}, "first component"},
-		{"What it does §1: wildcards need a path_prefix (TES 1.1)", Output{URL: "s3://b/", Path: "/data/*.txt"}, "path_prefix"},
+		{"behaviour §1.1: a wildcard in the first component would need a mount at /", Output{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}, "first component"},
+		{"behaviour §1.1: a wildcard directory in the first component", Output{URL: "s3://b/", Path: "/da?a/out.txt", PathPrefix: "/"}, "first component"},
+		{"behaviour §1.1: a character class in the first component", Output{URL: "s3://b/", Path: "/[abc]/out.txt", PathPrefix: "/"}, "first component"},
+		{"behaviour §1.1: wildcards need a path_prefix (TES 1.1)", Output{URL: "s3://b/", Path: "/data/*.txt"}, "path_prefix"},
 		{"a path_prefix that is not a prefix of the path", Output{URL: "s3://b/", Path: "/data/*.txt", PathPrefix: "/other"}, "not a prefix"},
 		{"a path_prefix that only shares characters", Output{URL: "s3://b/", Path: "/data/*.txt", PathPrefix: "/da"}, "not a prefix"},
 		{"a pattern that does not parse", Output{URL: "s3://b/", Path: "/data/[a-.txt", PathPrefix: "/data"}, "not a valid pattern"},
-		{"What it does §1: a wildcard below the first component with its prefix runs", Output{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}, ""},
+		{"behaviour §1.1: a wildcard below the first component with its prefix runs", Output{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}, ""},
 		{"a root path_prefix below a static first component runs", Output{URL: "s3://b/", Path: "/data/*.txt", PathPrefix: "/"}, ""},
 		{"a plain file runs", Output{URL: "s3://b/o", Path: "/data/o.txt"}, ""},
 		{"an output directly under / would need a mount at /", Output{URL: "s3://b/o", Path: "/o.txt"}, "directly under /"},
