@@ -20,8 +20,8 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
-// The cases check DESIGN.md §3 (the event contract) and the list of
-// what is refused with 400: an unknown type, no task name, a name that is not
+// The cases check behaviour §5 (docs/behaviour.md, the event contract) and
+// what is refused with 400 (§5.6): an unknown type, no task name, a name that is not
 // a DNS-1123 label, data that does not parse.
 
 const ns = "tesk"

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The view is DESIGN.md §5's GET /tasks/{namespace}/{task}: the TES 1.1
+// The view is behaviour §5.7's GET /tasks/{namespace}/{task}: the TES 1.1
 // tesTask as the TESK API derives it from the cluster.
 
 func terminatedPod(part string, created, startedAt, finishedAt time.Time, code int32) *corev1.Pod {
