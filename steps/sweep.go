@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -44,7 +45,7 @@ const DefaultPageSize = 500
 // attempt started.
 func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interface) (SweepResult, error) {
 	res := SweepResult{Namespace: ns, Stepped: []Result{}}
-	jobsOf := map[string]map[string]*batchv1.Job{}
+	jobsOf := map[string][]sweptJob{}
 	err := listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
 		list, err := r.Client.BatchV1().Jobs(ns).List(ctx, o)
@@ -52,13 +53,9 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 			return "", err
 		}
 		for i := range list.Items {
-			j := compactJob(&list.Items[i])
-			task := j.Labels[taskmeta.LabelTask]
-			if t, part, ok := taskmeta.SplitJobName(j.Name); ok && t == task {
-				if jobsOf[task] == nil {
-					jobsOf[task] = map[string]*batchv1.Job{}
-				}
-				jobsOf[task][part] = j
+			j := sweep(&list.Items[i])
+			if t, _, ok := taskmeta.SplitJobName(j.name); ok && t == j.task {
+				jobsOf[j.task] = append(jobsOf[j.task], j)
 			}
 		}
 		return list.Continue, nil
@@ -107,9 +104,10 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 			if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && meta.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled && meta.Annotations[taskmeta.AnnotationState] == "" {
 				continue // not submitted yet: its task.submitted event decides
 			}
-			obs := Observed{Event: event, Anchor: meta, Jobs: jobsOf[meta.Name], Pods: podsOf[meta.Name]}
-			if obs.Jobs == nil {
-				obs.Jobs = map[string]*batchv1.Job{}
+			obs := Observed{Event: event, Anchor: meta, Jobs: map[string]*batchv1.Job{}, Pods: podsOf[meta.Name]}
+			for _, j := range jobsOf[meta.Name] {
+				_, part, _ := taskmeta.SplitJobName(j.name)
+				obs.Jobs[part] = j.job()
 			}
 			if obs.Pods == nil {
 				obs.Pods = []*corev1.Pod{}
@@ -159,27 +157,67 @@ func listPages(ctx context.Context, r *Runner, page func(context.Context, metav1
 	}
 }
 
-// compactJob keeps of a job what a decision reads: its name, labels,
-// annotations (the uploaded files' list only as present or not), owners,
-// deletion, activeDeadlineSeconds and status; not its pod template.
-func compactJob(j *batchv1.Job) *batchv1.Job {
-	ann := j.Annotations
-	if v := ann[taskmeta.AnnotationOutputFileLogs]; v != "" {
-		ann = make(map[string]string, len(j.Annotations))
-		for k, v := range j.Annotations {
-			ann[k] = v
+// sweptJob is what a sweep keeps of a job until it decides on its task: what
+// a decision reads (its name, the annotations a decision reads, with the
+// uploaded files' list only as present, owners, deletion,
+// activeDeadlineSeconds, counts and conditions), in a few hundred bytes
+// rather than a whole Job, pod template included.
+type sweptJob struct {
+	name, task                string
+	annotations               map[string]string
+	owners                    []types.UID
+	deletion                  *metav1.Time
+	activeDeadline            *int64
+	conditions                []batchv1.JobCondition
+	active, succeeded, failed int32
+}
+
+func sweep(j *batchv1.Job) sweptJob {
+	s := sweptJob{
+		name: j.Name, task: j.Labels[taskmeta.LabelTask], deletion: j.DeletionTimestamp, activeDeadline: j.Spec.ActiveDeadlineSeconds,
+		conditions: j.Status.Conditions, active: j.Status.Active, succeeded: j.Status.Succeeded, failed: j.Status.Failed,
+	}
+	for _, k := range decidedAnnotations {
+		if v, ok := j.Annotations[k]; ok {
+			if k == taskmeta.AnnotationOutputFileLogs && v != "" {
+				v = "(recorded)"
+			}
+			if s.annotations == nil {
+				s.annotations = map[string]string{}
+			}
+			s.annotations[k] = v
 		}
-		ann[taskmeta.AnnotationOutputFileLogs] = "(recorded)"
+	}
+	for _, o := range j.OwnerReferences {
+		s.owners = append(s.owners, o.UID)
+	}
+	return s
+}
+
+// job is the job as a decision reads it.
+func (s *sweptJob) job() *batchv1.Job {
+	owners := make([]metav1.OwnerReference, len(s.owners))
+	for i, uid := range s.owners {
+		owners[i] = metav1.OwnerReference{UID: uid}
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: j.Name, Namespace: j.Namespace, UID: j.UID, Labels: j.Labels, Annotations: ann,
-			OwnerReferences: j.OwnerReferences, DeletionTimestamp: j.DeletionTimestamp, CreationTimestamp: j.CreationTimestamp,
+			Name: s.name, Labels: map[string]string{taskmeta.LabelTask: s.task}, Annotations: s.annotations,
+			OwnerReferences: owners, DeletionTimestamp: s.deletion,
 		},
-		Spec:   batchv1.JobSpec{ActiveDeadlineSeconds: j.Spec.ActiveDeadlineSeconds},
-		Status: j.Status,
+		Spec:   batchv1.JobSpec{ActiveDeadlineSeconds: s.activeDeadline},
+		Status: batchv1.JobStatus{Conditions: s.conditions, Active: s.active, Succeeded: s.succeeded, Failed: s.failed},
 	}
 }
+
+// compactJob is a job as the sweep decides on it.
+func compactJob(j *batchv1.Job) *batchv1.Job {
+	s := sweep(j)
+	return s.job()
+}
+
+// decidedAnnotations are the job annotations a decision reads.
+var decidedAnnotations = []string{taskmeta.AnnotationIgnoreError, taskmeta.AnnotationFailed, taskmeta.AnnotationFailedAt, taskmeta.AnnotationOutputFileLogs}
 
 // compactPod keeps of a pod what a decision reads: its name, labels,
 // creation, deletion and status.

@@ -42,12 +42,14 @@ import (
 )
 
 var (
-	flagTasks     = flag.Int("tasks", 40, "tasks for the step latency")
-	flagExecutors = flag.Int("executors", 4, "executors per task")
-	flagParallel  = flag.Int("parallel", 4, "tasks running at once")
-	flagSweep     = flag.String("sweep", "1000,10000", "task counts of the sweep benchmark")
-	flagDuration  = flag.Duration("load", 10*time.Second, "duration of each events-per-second run")
-	flagStarts    = flag.Int("starts", 7, "cold starts to time")
+	flagTasks      = flag.Int("tasks", 40, "tasks for the step latency")
+	flagExecutors  = flag.Int("executors", 4, "executors per task")
+	flagParallel   = flag.Int("parallel", 4, "tasks running at once")
+	flagSweep      = flag.String("sweep", "1000,10000", "task counts of the sweep benchmark")
+	flagDuration   = flag.Duration("load", 10*time.Second, "duration of each events-per-second run")
+	flagStarts     = flag.Int("starts", 7, "cold starts to time")
+	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to the environment of bin/handler run as a process (e.g. GOMEMLIMIT=40MiB GODEBUG=gctrace=1)")
+	flagSkipSteps  = flag.Bool("skip-steps", false, "skip the step benchmark")
 )
 
 func main() {
@@ -69,8 +71,10 @@ func run() error {
 	defer func() { _ = c.Stop() }()
 	fmt.Printf("local cluster started in %.1fs\n\n", time.Since(begin).Seconds())
 
-	if err := benchSteps(ctx, c); err != nil {
-		return err
+	if !*flagSkipSteps {
+		if err := benchSteps(ctx, c); err != nil {
+			return err
+		}
 	}
 	if err := benchSweepAndLoad(ctx, c); err != nil {
 		return err
@@ -575,6 +579,8 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 	bin := filepath.Join("bin", "handler")
 	port := 18180
 	cmd := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--port", fmt.Sprint(port))
+	cmd.Env = append(os.Environ(), strings.Fields(*flagHandlerEnv)...)
+	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %w (run `make build` first)", bin, err)
 	}
