@@ -30,6 +30,12 @@ test: cluster-bins filer-deps vet
 test-unit:
 	$(GO) test -count=1 ./...
 
+# Every fuzz target for FUZZTIME each (a duration, or executions as 1000000x).
+FUZZTIME ?= 5s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
+
 # Only the end-to-end tests of the task flow and timers.
 e2e: cluster-bins
 	$(GO) test -tags e2e -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
