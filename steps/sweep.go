@@ -86,6 +86,18 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		if meta.Annotations[AnnotationState] == "" {
 			res.Active++
 		}
+		if AwaitsAPIStart(meta, now) && meta.Labels[LabelStatus] != StatusCancelled {
+			// Its task.submitted event was lost: submit it now.
+			step, err := r.Submit(ctx, ns, meta.Name, nil, event)
+			if err != nil {
+				res.Failed++
+				errs = append(errs, fmt.Errorf("task %s: %w", meta.Name, err))
+				r.log(ctx).Errorw("Sweep could not start a task", "task", meta.Name, "error", err)
+				continue
+			}
+			res.Stepped = append(res.Stepped, step)
+			continue
+		}
 		if _, ok := meta.Annotations[AnnotationProgress]; !ok && meta.Labels[LabelStatus] != StatusCancelled && meta.Annotations[AnnotationState] == "" {
 			continue // not submitted yet: its task.submitted event decides
 		}
