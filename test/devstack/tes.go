@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 
 	"sigs.k8s.io/yaml"
 
@@ -50,4 +54,27 @@ func ApplyTESRBAC(ctx context.Context, c *cluster.Cluster, path, ns string) erro
 		return fmt.Errorf("%s has %d Roles named %s, want 1", path, roles, TESRole)
 	}
 	return c.Apply(ctx, bytes.Join(docs, []byte("\n---\n")))
+}
+
+// startTES starts the TES API binary on 127.0.0.1:port with the Role of
+// config/knative/tes-rbac.yaml, without access control, posting its events
+// to the handler at sink.
+func (s *Stack) startTES(ctx context.Context, c *cluster.Cluster, o Options, sink string, out, errw io.Writer) error {
+	if err := ApplyTESRBAC(ctx, c, filepath.Join(o.Root, "config", "knative", "tes-rbac.yaml"), o.Namespace); err != nil {
+		return err
+	}
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, o.Namespace, TESRole)
+	if err != nil {
+		return err
+	}
+	s.TESURL = fmt.Sprintf("http://127.0.0.1:%d", o.TESPort)
+	cmd := exec.Command(o.TES, "--kubeconfig", kubeconfig, "--namespace", o.Namespace, "--port", fmt.Sprint(o.TESPort), "--no-auth", "--sink", sink)
+	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.Stdout, cmd.Stderr = out, errw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the TES API (%s; run `make build`): %w", o.TES, err)
+	}
+	s.tes = cmd
+	return waitReady(ctx, s.TESURL+"/healthz")
 }
