@@ -50,13 +50,21 @@ func (s *sink) got() []cloudevents.Event {
 }
 
 type apiTest struct {
+	token  string
 	t      *testing.T
 	url    string
 	client *fake.Clientset
 	sink   *sink
 }
 
-func newAPITest(t *testing.T) *apiTest {
+var (
+	metaListAll = metav1.ListOptions{}
+	metaGet     = metav1.GetOptions{}
+)
+
+func newAPITest(t *testing.T) *apiTest { return newAPITestWith(t, nil) }
+
+func newAPITestWith(t *testing.T, auth Authenticator) *apiTest {
 	t.Helper()
 	sk := &sink{}
 	hs := httptest.NewServer(sk.handler())
@@ -73,7 +81,8 @@ func newAPITest(t *testing.T) *apiTest {
 		Events: ce,
 		Config: Config{Namespace: "tes", Sink: hs.URL, Steps: cfg,
 			Info: ServiceInfo{ID: "org.example.tes", Name: "TES", Organization: Organization{Name: "Example", URL: "https://example.org"}, Version: "1.0"}},
-		Log: zap.NewNop().Sugar(),
+		Auth: auth,
+		Log:  zap.NewNop().Sugar(),
 	}
 	api := httptest.NewServer(s.Echo())
 	t.Cleanup(api.Close)
@@ -84,6 +93,9 @@ func (a *apiTest) do(method, path, body string) (int, map[string]any) {
 	a.t.Helper()
 	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)

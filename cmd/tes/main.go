@@ -273,9 +273,14 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 		log.Warnw("Serving without access control (--no-auth)")
 		return nil, nil
 	}
-	issuer, audience := strings.TrimSpace(getenv("OIDC_ISSUER")), strings.TrimSpace(getenv("OIDC_AUDIENCE"))
-	if issuer == "" || audience == "" {
+	c := tes.OIDCConfig{
+		Issuer:      strings.TrimSpace(getenv("OIDC_ISSUER")),
+		Audience:    strings.TrimSpace(getenv("OIDC_AUDIENCE")),
+		GroupsClaim: strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
+		AdminGroup:  strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
+	}
+	if c.Issuer == "" || c.Audience == "" {
 		return nil, errors.New("OIDC_ISSUER and OIDC_AUDIENCE are required (or --no-auth for local development)")
 	}
-	return nil, errors.New("OIDC access control is not available in this build")
+	return tes.NewOIDC(ctx, c)
 }

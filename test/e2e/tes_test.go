@@ -5,6 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,12 +14,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/coreos/go-oidc/v3/oidc/oidctest"
 	"go.uber.org/zap/zaptest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -32,12 +37,15 @@ import (
 // tesAPI is the TES API serving an env's namespace under the Role of
 // config/knative/tes-rbac.yaml, posting its events to sink ("" posts none).
 type tesAPI struct {
-	t   *testing.T
-	e   *env
-	url string // ends in /ga4gh/tes/v1
+	t     *testing.T
+	e     *env
+	url   string // ends in /ga4gh/tes/v1
+	token string // the bearer token of the requests, if any
 }
 
-func newTESAPI(t *testing.T, e *env, sink string) *tesAPI {
+func newTESAPI(t *testing.T, e *env, sink string) *tesAPI { return newTESAPIWith(t, e, sink, nil) }
+
+func newTESAPIWith(t *testing.T, e *env, sink string, auth tes.Authenticator) *tesAPI {
 	t.Helper()
 	ctx := context.Background()
 	if err := devstack.ApplyTESRBAC(ctx, shared, filepath.Join(repoRoot(t), "config", "knative", "tes-rbac.yaml"), e.ns); err != nil {
@@ -66,7 +74,8 @@ func newTESAPI(t *testing.T, e *env, sink string) *tesAPI {
 		Client: client, Metadata: md,
 		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: 16,
 			Info: tes.ServiceInfo{ID: "test.tes", Name: "TES", Organization: tes.Organization{Name: "test", URL: "https://example.org"}, Version: "1"}},
-		Log: zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar().Named("tes"),
+		Auth: auth,
+		Log:  zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar().Named("tes"),
 	}
 	if sink != "" {
 		if s.Events, err = cloudevents.NewClientHTTP(); err != nil {
@@ -90,6 +99,9 @@ func (a *tesAPI) do(method, path string, body any) (int, []byte) {
 	}
 	req, _ := http.NewRequest(method, a.url+path, r)
 	req.Header.Set("Content-Type", "application/json")
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
@@ -495,5 +507,92 @@ func TestTESListPagingAndFilters(t *testing.T) {
 		if code, body := api.do(http.MethodGet, "/tasks?"+q, nil); code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s, want 400", q, code, body)
 		}
+	}
+}
+
+// Access control with OIDC tokens of an issuer the test serves with keys it
+// generated: each user sees, lists and cancels only their own tasks; a
+// member of the administrators' group all of them; a bad token gets 401.
+func TestTESAccessControl(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &oidctest.Server{PublicKeys: []oidctest.PublicKey{{PublicKey: key.Public(), KeyID: "k1", Algorithm: oidc.RS256}}}
+	hs := httptest.NewServer(is)
+	t.Cleanup(hs.Close)
+	is.SetIssuer(hs.URL)
+	auth, err := tes.NewOIDC(context.Background(), tes.OIDCConfig{Issuer: hs.URL, Audience: "tesk", GroupsClaim: "groups", AdminGroup: "tes-admins"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(sub, groups string) string {
+		return oidctest.SignIDToken(key, "k1", oidc.RS256, fmt.Sprintf(`{"iss":%q,"aud":"tesk","sub":%q,"exp":%d,"groups":[%s]}`,
+			hs.URL, sub, time.Now().Add(time.Hour).Unix(), groups))
+	}
+	api := newTESAPIWith(t, e, e.url, auth)
+	task := map[string]any{"executors": []any{map[string]any{"image": "ubuntu:24.04", "command": []any{"true"}}}}
+
+	api.token = ""
+	if code, body := api.do(http.MethodGet, "/tasks", nil); code != http.StatusUnauthorized || !strings.Contains(string(body), "bearer token") {
+		t.Errorf("no token: %d %s", code, body)
+	}
+	api.token = "not-a-token"
+	if code, _ := api.do(http.MethodPost, "/tasks", task); code != http.StatusUnauthorized {
+		t.Errorf("a bad token: %d", code)
+	}
+	api.token = token("alice@example.org", `"users"`)
+	aliceTasks := []string{api.create(task), api.create(task)}
+	api.waitState(aliceTasks[0], steps.StateComplete, 60*time.Second)
+	api.token = token("bob|github", `"users"`)
+	bobTask := api.create(task)
+
+	ids := func(who string) []string {
+		t.Helper()
+		code, body := api.do(http.MethodGet, "/tasks?view=BASIC", nil)
+		if code != http.StatusOK {
+			t.Fatalf("%s lists: %d %s", who, code, body)
+		}
+		var r tes.ListTasksResponse
+		_ = json.Unmarshal(body, &r)
+		var out []string
+		for _, tk := range r.Tasks {
+			out = append(out, tk.ID)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got := ids("bob"); fmt.Sprint(got) != fmt.Sprint([]string{bobTask}) {
+		t.Errorf("bob lists %v, want only his %s", got, bobTask)
+	}
+	if code, _ := api.do(http.MethodGet, "/tasks/"+aliceTasks[0], nil); code != http.StatusForbidden {
+		t.Errorf("bob reads alice's task: %d, want 403", code)
+	}
+	if code, _ := api.do(http.MethodPost, "/tasks/"+aliceTasks[1]+":cancel", nil); code != http.StatusForbidden {
+		t.Errorf("bob cancels alice's task: %d, want 403", code)
+	}
+	api.token = token("alice@example.org", `"users"`)
+	want := append([]string{}, aliceTasks...)
+	sort.Strings(want)
+	if got := ids("alice"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("alice lists %v, want %v", got, want)
+	}
+	api.token = token("carol", `"users","tes-admins"`)
+	all := append(want, bobTask)
+	sort.Strings(all)
+	if got := ids("an administrator"); fmt.Sprint(got) != fmt.Sprint(all) {
+		t.Errorf("an administrator lists %v, want %v", got, all)
+	}
+	if code, _ := api.do(http.MethodGet, "/tasks/"+bobTask, nil); code != http.StatusOK {
+		t.Errorf("an administrator reads bob's task: %d", code)
+	}
+	// The executor jobs carry the creator's label-safe form.
+	j, err := e.job(aliceTasks[0] + "-ex-00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Labels[tes.LabelCreator] != tes.LabelSafe("alice@example.org") {
+		t.Errorf("creator-user-id %q", j.Labels[tes.LabelCreator])
 	}
 }
