@@ -596,3 +596,33 @@ func TestTESAccessControl(t *testing.T) {
 		t.Errorf("creator-user-id %q", j.Labels[tes.LabelCreator])
 	}
 }
+
+// ignore_error: a failing executor that ignores errors is logged with its
+// exit code and the next one runs; one that does not stops the task.
+func TestTESIgnoreError(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	api := newTESAPI(t, e, e.url)
+	task := func(ignore bool) map[string]any {
+		return map[string]any{"executors": []any{
+			map[string]any{"image": "fate.tesk.test/fail:2", "command": []any{"ERROR"}, "ignore_error": ignore},
+			map[string]any{"image": "alpine", "command": []any{"echo", "hello"}},
+		}}
+	}
+	exitCodes := func(id string) []float64 {
+		var codes []float64
+		for _, l := range api.get(id, tes.ViewFull)["logs"].([]any)[0].(map[string]any)["logs"].([]any) {
+			codes = append(codes, l.(map[string]any)["exit_code"].(float64))
+		}
+		return codes
+	}
+	stops := api.create(task(false))
+	goesOn := api.create(task(true))
+	api.waitState(stops, steps.StateExecutorError, 60*time.Second)
+	api.waitState(goesOn, steps.StateComplete, 60*time.Second)
+	if got := exitCodes(stops); fmt.Sprint(got) != "[2]" {
+		t.Errorf("without ignore_error: exit codes %v, want [2]", got)
+	}
+	if got := exitCodes(goesOn); fmt.Sprint(got) != "[2 0]" {
+		t.Errorf("with ignore_error: exit codes %v, want [2 0]", got)
+	}
+}
