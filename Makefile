@@ -20,7 +20,7 @@ vet:
 # control plane's own tests, the end-to-end tests and the manifest checks.
 # It builds (or reuses from the cache) everything it needs first.
 test: cluster-bins filer-deps vet
-	$(GO) test -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the pure logic and decoders: no cluster, no servers.
 test-unit:
@@ -28,7 +28,7 @@ test-unit:
 
 # Only the end-to-end tests of the task flow and timers.
 e2e: cluster-bins
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
+	$(GO) test -tags e2e -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
 
 # The handler on :8080 with the Role of config/knative, fed by the
 # ApiServerSource adapter, on the local cluster (started if it is not up), in

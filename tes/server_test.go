@@ -402,3 +402,28 @@ func TestLabelSafe(t *testing.T) {
 		t.Errorf("a valid label value is not kept")
 	}
 }
+
+func FuzzParseListQuery(f *testing.F) {
+	for _, s := range []string{"", "page_size=10&page_token=" + (pageToken{Created: 5, Name: "task-1"}).String(), "tag_key=a&tag_value=b&tag_key=c", "state=RUNNING&view=FULL", "page_token=%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := ParseListQuery(v)
+		if err != nil {
+			if _, ok := err.(*BadRequestError); !ok {
+				t.Fatalf("error %T is not a bad request", err)
+			}
+			return
+		}
+		if q.PageSize < 1 || q.PageSize > MaxPageSize {
+			t.Fatalf("page size %d", q.PageSize)
+		}
+		if q.Token != nil && q.Token.Name == "" {
+			t.Fatalf("a token without a position")
+		}
+	})
+}
