@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -313,8 +314,18 @@ func (s *Server) get(c echo.Context) error {
 
 // task reads a task's jobs and pods and returns it in a view.
 func (s *Server) task(ctx context.Context, cm *corev1.ConfigMap, view string) (Task, error) {
-	ns, id := s.Config.Namespace, cm.Name
-	sel := metav1.ListOptions{LabelSelector: labels.Set{steps.LabelTask: id}.String()}
+	sel := labels.Set{steps.LabelTask: cm.Name}.String()
+	jobs, pods, err := s.jobsAndPods(ctx, sel)
+	if err != nil {
+		return Task{}, err
+	}
+	return s.build(ctx, cm, jobs, pods, view), nil
+}
+
+// jobsAndPods lists the jobs and pods of a label selector, both at once.
+func (s *Server) jobsAndPods(ctx context.Context, selector string) ([]batchv1.Job, []corev1.Pod, error) {
+	ns := s.Config.Namespace
+	sel := metav1.ListOptions{LabelSelector: selector}
 	var jobs *batchv1.JobList
 	var pods *corev1.PodList
 	var jerr, perr error
@@ -336,22 +347,31 @@ func (s *Server) task(ctx context.Context, cm *corev1.ConfigMap, view string) (T
 	}()
 	wg.Wait()
 	if err := errors.Join(jerr, perr); err != nil {
-		return Task{}, err
+		return nil, nil, err
 	}
+	return jobs.Items, pods.Items, nil
+}
+
+// build derives a task in a view from its anchor, jobs and pods (those of
+// other tasks are left out).
+func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1.Job, pods []corev1.Pod, view string) Task {
+	id := cm.Name
 	byPart := map[string]*batchv1.Job{}
-	for i := range jobs.Items {
-		if t, part, ok := steps.SplitJobName(jobs.Items[i].Name); ok && t == id {
-			byPart[part] = &jobs.Items[i]
+	for i := range jobs {
+		if t, part, ok := steps.SplitJobName(jobs[i].Name); ok && t == id && jobs[i].Labels[steps.LabelTask] == id {
+			byPart[part] = &jobs[i]
 		}
 	}
-	podList := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		podList[i] = &pods.Items[i]
+	podList := []*corev1.Pod{}
+	for i := range pods {
+		if pods[i].Labels[steps.LabelTask] == id {
+			podList = append(podList, &pods[i])
+		}
 	}
 	v := steps.BuildView(cm.ObjectMeta, byPart, podList, s.Config.Steps, s.now())
 	out := Task{ID: id, State: v.State}
 	if view == ViewMinimal {
-		return out, nil
+		return out
 	}
 	stored, ok := StoredTask(cm)
 	if !ok {
@@ -372,7 +392,7 @@ func (s *Server) task(ctx context.Context, cm *corev1.ConfigMap, view string) (T
 		}
 	}
 	out.Logs = s.taskLogs(ctx, v, byPart, podList, view)
-	return out, nil
+	return out
 }
 
 // taskLogs converts the view's log: an executor's log once its exit code is
@@ -640,35 +660,73 @@ func (s *Server) list(c echo.Context) error {
 	return c.JSON(http.StatusOK, resp)
 }
 
-// views reads the page's tasks in a view, a few at a time; a task deleted
+// viewChunk is how many tasks of a page one set of LIST calls reads.
+const viewChunk = 256
+
+// views reads the page's tasks in a view: for each chunk of the page, three
+// LIST calls (the anchors, their jobs, their pods, selected by the task
+// label's values), whatever the namespace holds besides. A task deleted
 // meanwhile keeps its place with the state its metadata said.
 func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []Task) error {
-	const parallel = 8
-	sem := make(chan struct{}, parallel)
-	errs := make([]error, len(page))
-	var wg sync.WaitGroup
-	for i, m := range page {
-		wg.Add(1)
-		sem <- struct{}{}
+	for from := 0; from < len(page); from += viewChunk {
+		chunk := page[from:min(from+viewChunk, len(page))]
+		names := make([]string, len(chunk))
+		for i, m := range chunk {
+			names[i] = m.Name
+		}
+		req, err := labels.NewRequirement(steps.LabelTask, selection.In, names)
+		if err != nil {
+			return err
+		}
+		sel := labels.NewSelector().Add(*req).String()
+		var cms *corev1.ConfigMapList
+		var cerr error
+		done := make(chan struct{})
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var cm *corev1.ConfigMap
-			err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
-				cm, err = s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+			defer close(done)
+			cerr = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+				cms, err = s.Client.CoreV1().ConfigMaps(s.Config.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 				return err
 			})
-			if apierrors.IsNotFound(err) {
-				out[i] = Task{ID: m.Name, State: MetaState(m), Executors: []Executor{}}
-				return
-			}
-			if err == nil {
-				out[i], err = s.task(ctx, cm, view)
-			}
-			errs[i] = err
 		}()
+		jobs, pods, err := s.jobsAndPods(ctx, sel)
+		<-done
+		if err = errors.Join(err, cerr); err != nil {
+			return err
+		}
+		byName := map[string]*corev1.ConfigMap{}
+		for i := range cms.Items {
+			if IsAnchor(cms.Items[i].ObjectMeta) {
+				byName[cms.Items[i].Name] = &cms.Items[i]
+			}
+		}
+		jobsOf := map[string][]batchv1.Job{}
+		for _, j := range jobs {
+			jobsOf[j.Labels[steps.LabelTask]] = append(jobsOf[j.Labels[steps.LabelTask]], j)
+		}
+		podsOf := map[string][]corev1.Pod{}
+		for _, p := range pods {
+			podsOf[p.Labels[steps.LabelTask]] = append(podsOf[p.Labels[steps.LabelTask]], p)
+		}
+		// FULL reads each executor's log: a few tasks at a time.
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i, m := range chunk {
+			cm, ok := byName[m.Name]
+			if !ok {
+				out[from+i] = Task{ID: m.Name, State: MetaState(m)}
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				out[from+i] = s.build(ctx, cm, jobsOf[m.Name], podsOf[m.Name], view)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return nil
 }
 
 func (s *Server) cancel(c echo.Context) error {
