@@ -16,6 +16,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -426,4 +428,58 @@ func FuzzParseListQuery(f *testing.F) {
 			t.Fatalf("a token without a position")
 		}
 	})
+}
+
+// The task log from the jobs and pods: an executor that ended is logged with
+// its exit code and times, one still running is not (the specification
+// requires an exit code); FULL adds its log's tail as stdout.
+func TestTaskLogFromJobsAndPods(t *testing.T) {
+	a := newAPITest(t)
+	_, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"a","command":["x"]},{"image":"b","command":["y"]}]}`)
+	id := body["id"].(string)
+	ctx := context.Background()
+	cm, _ := a.client.CoreV1().ConfigMaps("tes").Get(ctx, id, metaGet)
+	prog := steps.Progress{Parts: []string{"ex-00", "ex-01"}, Started: []string{"ex-00", "ex-01"}, Done: []string{"ex-00"}}
+	cm.Annotations[steps.AnnotationProgress] = prog.String()
+	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start, end := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(1060, 0))
+	for i, done := range []bool{true, false} {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-ex-%02d", id, i), Namespace: "tes",
+			Labels: map[string]string{steps.LabelTask: id}, OwnerReferences: []metav1.OwnerReference{{UID: cm.UID, Kind: "ConfigMap", Name: id}}}}
+		job.Status.StartTime = &start
+		cs := corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}}
+		if done {
+			job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+			job.Status.Succeeded = 1
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: start, FinishedAt: end}}
+		}
+		if _, err := a.client.BatchV1().Jobs("tes").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-abcde", Namespace: "tes",
+			Labels: map[string]string{steps.LabelTask: id, batchv1.JobNameLabel: job.Name}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs}}}
+		if _, err := a.client.CoreV1().Pods("tes").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, basic := a.do(http.MethodGet, "/tasks/"+id+"?view=BASIC", "")
+	if basic["state"] != steps.StateRunning {
+		t.Errorf("state %v", basic["state"])
+	}
+	logs := basic["logs"].([]any)[0].(map[string]any)["logs"].([]any)
+	if len(logs) != 1 {
+		t.Fatalf("executor logs %v: want only the one that ended", logs)
+	}
+	l := logs[0].(map[string]any)
+	if l["exit_code"] != 0.0 || l["start_time"] != "1970-01-01T00:16:40Z" || l["end_time"] != "1970-01-01T00:17:40Z" || l["stdout"] != nil {
+		t.Errorf("BASIC executor log %v", l)
+	}
+	_, full := a.do(http.MethodGet, "/tasks/"+id+"?view=FULL", "")
+	l = full["logs"].([]any)[0].(map[string]any)["logs"].([]any)[0].(map[string]any)
+	if l["stdout"] != "fake logs" { // what the fake clientset answers for a pod's log
+		t.Errorf("FULL stdout %q", l["stdout"])
+	}
 }
