@@ -77,6 +77,9 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	if errw == nil {
 		errw = os.Stderr
 	}
+	if err := portFree(o.Port); err != nil {
+		return nil, err
+	}
 	s := &Stack{URL: fmt.Sprintf("http://127.0.0.1:%d", o.Port)}
 	h := exec.Command(o.Handler, "--kubeconfig", kubeconfig, "--namespace", o.Namespace, "--port", fmt.Sprint(o.Port))
 	h.Env = append(append(os.Environ(), "FILER_NAME=tesk-filer", "FILER_VERSION=dev"), o.Env...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,9 @@ func ApplyTESRBAC(ctx context.Context, c *cluster.Cluster, path, ns string) erro
 // config/knative/tes-rbac.yaml, without access control, posting its events
 // to the handler at sink.
 func (s *Stack) startTES(ctx context.Context, c *cluster.Cluster, o Options, sink string, out, errw io.Writer) error {
+	if err := portFree(o.TESPort); err != nil {
+		return err
+	}
 	if err := ApplyTESRBAC(ctx, c, filepath.Join(o.Root, "config", "knative", "tes-rbac.yaml"), o.Namespace); err != nil {
 		return err
 	}
@@ -77,4 +81,14 @@ func (s *Stack) startTES(ctx context.Context, c *cluster.Cluster, o Options, sin
 	}
 	s.tes = cmd
 	return waitReady(ctx, s.TESURL+"/healthz")
+}
+
+// portFree checks that nothing listens on a port: a process of someone else
+// there would answer the readiness probe in place of the one started here.
+func portFree(port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d is in use (%v): stop what listens there, or choose other ports (test/dev -port, -tes-port)", port, err)
+	}
+	return l.Close()
 }
