@@ -1,15 +1,17 @@
 # syntax=docker/dockerfile:1
 #
-# The two images of TESK on Knative, from one build:
+# The three images of TESK on Knative, from one build:
 #
 #   docker build --target handler -t <registry>/tesk-knative-handler:<tag> .
-#       the Knative Service (config/knative/service.yaml); the default target;
+#       the handler's Knative Service (config/knative/service.yaml);
+#   docker build --target tes -t <registry>/tesk-knative-tes:<tag> .
+#       the TES API's Knative Service (config/knative/tes.yaml);
 #   docker build --target filer -t <registry>/tesk-knative-filer:<tag> .
 #       the inputs and outputs filer jobs: the handler runs it as
 #       FILER_NAME:FILER_VERSION (config/knative/config.yaml), passing only
 #       arguments, so its entrypoint is the filer.
 #
-# (make image builds both.) Static binaries (CGO off) on distroless/static,
+# (make image builds all three.) Static binaries (CGO off) on distroless/static,
 # which has CA certificates and time zones, no shell, and runs as the
 # nonroot user 65532 (the filer's default runAsUser).
 
@@ -24,13 +26,20 @@ COPY . .
 ARG TARGETOS TARGETARCH
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/handler ./cmd/filer
+    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/handler ./cmd/tes ./cmd/filer
 
 FROM gcr.io/distroless/static:nonroot AS filer
 COPY --from=build /out/filer /filer
 USER 65532:65532
 ENTRYPOINT ["/filer"]
 
+FROM gcr.io/distroless/static:nonroot AS tes
+COPY --from=build /out/tes /tes
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/tes"]
+
+# The default target (last).
 FROM gcr.io/distroless/static:nonroot AS handler
 COPY --from=build /out/handler /handler
 USER 65532:65532

@@ -91,6 +91,7 @@ IMAGE_REPO ?= $(if $(KO_DOCKER_REPO),$(KO_DOCKER_REPO),ghcr.io/elixir-cloud-aai)
 IMAGE_TAG ?= latest
 HANDLER_IMAGE ?= $(IMAGE_REPO)/tesk-knative-handler:$(IMAGE_TAG)
 FILER_IMAGE ?= $(IMAGE_REPO)/tesk-knative-filer:$(IMAGE_TAG)
+TES_IMAGE ?= $(IMAGE_REPO)/tesk-knative-tes:$(IMAGE_TAG)
 KIND_CLUSTER ?= tesk
 
 # Every object of config/knative dry-run against the local API server with
@@ -99,17 +100,17 @@ KIND_CLUSTER ?= tesk
 validate-manifests: cluster-bins
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/manifests/...
 
-# The handler's and the filer's images (Dockerfile targets handler and
-# filer): with ko if KO_DOCKER_REPO is set and ko is installed (built and
+# The handler's, the TES API's and the filer's images (Dockerfile targets
+# handler, tes and filer): with ko if KO_DOCKER_REPO is set and ko is installed (built and
 # pushed), else with Docker (local images).
 image:
-	HANDLER_IMAGE=$(HANDLER_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/image.sh
+	HANDLER_IMAGE=$(HANDLER_IMAGE) TES_IMAGE=$(TES_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/image.sh
 
 # kubectl apply -k config/knative with HANDLER_IMAGE in place of the ko://
 # reference and FILER_IMAGE as the filer (with ko: ko resolve -k), into the
 # current kubectl context (or KUBE_CONTEXT).
 deploy:
-	HANDLER_IMAGE=$(HANDLER_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/deploy.sh
+	HANDLER_IMAGE=$(HANDLER_IMAGE) TES_IMAGE=$(TES_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/deploy.sh
 
 # kind + Knative Serving (Kourier) + Knative Eventing (in-memory channel,
 # MT channel-based Broker); needs Docker, kind and kubectl.
@@ -123,7 +124,7 @@ kind-down:
 # dev.local tags in a registry), load them into kind, deploy.
 kind-deploy:
 	$(MAKE) --no-print-directory image IMAGE_REPO=dev.local KO_DOCKER_REPO=
-	kind load docker-image --name $(KIND_CLUSTER) dev.local/tesk-knative-handler:$(IMAGE_TAG) dev.local/tesk-knative-filer:$(IMAGE_TAG)
+	kind load docker-image --name $(KIND_CLUSTER) dev.local/tesk-knative-handler:$(IMAGE_TAG) dev.local/tesk-knative-tes:$(IMAGE_TAG) dev.local/tesk-knative-filer:$(IMAGE_TAG)
 	$(MAKE) --no-print-directory deploy IMAGE_REPO=dev.local KO_DOCKER_REPO= KUBE_CONTEXT=kind-$(KIND_CLUSTER)
 
 # The filer's tests and benchmark need vsftpd, curl, an FTP test user and

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Deploys config/knative with the images that `make image` built: the
-# handler's image replaces the ko:// reference of the Service, and the filer
-# image sets FILER_NAME and FILER_VERSION in the handler's ConfigMap.
+# handler's and the TES API's images replace the ko:// references of their
+# Services, and the filer image sets FILER_NAME and FILER_VERSION in the
+# handler's ConfigMap.
 #
 #   KO_DOCKER_REPO set and ko installed: ko resolves the handler's ko://
 #     reference itself (building and pushing the handler to KO_DOCKER_REPO);
-#   otherwise: kubectl kustomize, with HANDLER_IMAGE in place of it.
+#   otherwise: kubectl kustomize, with HANDLER_IMAGE and TES_IMAGE in place
+#   of them.
 #
 # Environment:
 #   HANDLER_IMAGE  the handler's image (default ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest)
+#   TES_IMAGE      the TES API's image (default ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest)
 #   FILER_IMAGE    the filer's image, name:tag (default ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest)
 #   KUBECTL, KO    the commands (default kubectl, ko)
 #   KUBE_CONTEXT   the kubectl context to deploy to (default: the current one)
@@ -20,8 +23,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KUBECTL="${KUBECTL:-kubectl}"
 KO="${KO:-ko}"
 HANDLER_IMAGE="${HANDLER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest}"
+TES_IMAGE="${TES_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest}"
 FILER_IMAGE="${FILER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest}"
 ko_ref="ko://github.com/elixir-cloud-aai/tesk-knative/cmd/handler"
+ko_tes_ref="ko://github.com/elixir-cloud-aai/tesk-knative/cmd/tes"
 
 die() { echo "deploy: $*" >&2; exit 1; }
 
@@ -37,7 +42,7 @@ if [[ "$last" == *:* ]]; then
 	filer_tag="${last##*:}"
 	filer_name="${FILER_IMAGE%:*}"
 fi
-for v in "$HANDLER_IMAGE" "$filer_name" "$filer_tag"; do
+for v in "$HANDLER_IMAGE" "$TES_IMAGE" "$filer_name" "$filer_tag"; do
 	[[ "$v" =~ ^[A-Za-z0-9._/:@-]+$ ]] || die "not an image reference: $v"
 done
 
@@ -56,7 +61,7 @@ render() {
 		KO_DEFAULTBASEIMAGE="${KO_DEFAULTBASEIMAGE:-gcr.io/distroless/static:nonroot}" \
 			"$KO" resolve -k "$root/config/knative"
 	else
-		k kustomize "$root/config/knative" | sed -e "s|$ko_ref|$HANDLER_IMAGE|g"
+		k kustomize "$root/config/knative" | sed -e "s|$ko_ref|$HANDLER_IMAGE|g" -e "s|$ko_tes_ref|$TES_IMAGE|g"
 	fi
 }
 
@@ -71,5 +76,5 @@ if [[ "${PRINT_ONLY:-}" == 1 ]]; then
 	printf '%s\n' "$manifests"
 	exit 0
 fi
-echo "deploy: handler $( [[ -n "${KO_DOCKER_REPO:-}" ]] && command -v "$KO" >/dev/null && echo "(ko)" || echo "$HANDLER_IMAGE"), filer $filer_name:$filer_tag" >&2
+echo "deploy: handler and TES API $( [[ -n "${KO_DOCKER_REPO:-}" ]] && command -v "$KO" >/dev/null && echo "(ko)" || echo "$HANDLER_IMAGE $TES_IMAGE"), filer $filer_name:$filer_tag" >&2
 printf '%s\n' "$manifests" | k apply -f -

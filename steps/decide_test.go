@@ -758,7 +758,7 @@ func TestDecide(t *testing.T) {
 				},
 			},
 			{
-				name: "behaviour §1.13: an taskmeta.Unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
+				name: "behaviour §1.13: an unschedulable pod before TESK_MAX_QUEUE_SECONDS keeps waiting, QUEUED",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
@@ -793,7 +793,7 @@ func TestDecide(t *testing.T) {
 				state:   StateInitializing,
 			},
 			{
-				name: "behaviour §1.13: without TESK_MAX_QUEUE_SECONDS an taskmeta.Unschedulable pod waits forever, QUEUED",
+				name: "behaviour §1.13: without TESK_MAX_QUEUE_SECONDS an unschedulable pod waits forever, QUEUED",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},

@@ -85,7 +85,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	}
 
 	now := r.now()
-	var due []string
+	var due, unstarted []string
 	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
 		list, err := md.Resource(configMapsResource).Namespace(ns).List(ctx, o)
@@ -100,6 +100,10 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 			res.Tasks++
 			if meta.Annotations[taskmeta.AnnotationState] == "" {
 				res.Active++
+			}
+			if AwaitsAPIStart(meta, now) && meta.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
+				unstarted = append(unstarted, meta.Name) // its task.submitted event was lost
+				continue
 			}
 			if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && meta.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled && meta.Annotations[taskmeta.AnnotationState] == "" {
 				continue // not submitted yet: its task.submitted event decides
@@ -125,6 +129,17 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	// Something is due: take the task's step as an event would, from a
 	// fresh read, so that a write never rests on the lists' snapshot.
 	var errs []error
+	for _, task := range unstarted {
+		// A task the TES API wrote whose task.submitted was lost: submit it.
+		step, err := r.Submit(ctx, ns, task, nil, event)
+		if err != nil {
+			res.Failed++
+			errs = append(errs, fmt.Errorf("task %s: %w", task, err))
+			r.log(ctx).Errorw("Sweep could not start a task", "task", task, "error", err)
+			continue
+		}
+		res.Stepped = append(res.Stepped, step)
+	}
 	for _, task := range due {
 		step, err := r.Reconcile(ctx, ns, task, Options{Event: event, Pods: true})
 		if err != nil && !errors.Is(err, ErrUnknownTask) {

@@ -2,7 +2,8 @@
 // figures: step latency (a job's terminal condition to the next job's
 // creation, as seen by a watch), handler time, API requests per step and for
 // a waiting task, the cost of a sweep over 1,000 and 10,000 tasks, events per
-// second of one handler, and cold start to ready. Medians and percentiles are
+// second of one handler, the TES API's create, get and list latency and the
+// cost of a page in a namespace of 10,000 tasks, and cold start to ready. Medians and percentiles are
 // of one run; the machine is shared, so compare figures of the same run.
 package main
 
@@ -50,6 +51,7 @@ var (
 	flagStarts     = flag.Int("starts", 7, "cold starts to time")
 	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to the environment of bin/handler run as a process (e.g. GOMEMLIMIT=40MiB GODEBUG=gctrace=1)")
 	flagSkipSteps  = flag.Bool("skip-steps", false, "skip the step benchmark")
+	flagOnly       = flag.String("only", "", "run one part only: tes")
 )
 
 func main() {
@@ -70,6 +72,9 @@ func run() error {
 	}
 	defer func() { _ = c.Stop() }()
 	fmt.Printf("local cluster started in %.1fs\n\n", time.Since(begin).Seconds())
+	if *flagOnly == "tes" {
+		return benchTES(ctx, c)
+	}
 
 	if !*flagSkipSteps {
 		if err := benchSteps(ctx, c); err != nil {
@@ -77,6 +82,9 @@ func run() error {
 		}
 	}
 	if err := benchSweepAndLoad(ctx, c); err != nil {
+		return err
+	}
+	if err := benchTES(ctx, c); err != nil {
 		return err
 	}
 	return benchColdStart(ctx, c)

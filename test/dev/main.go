@@ -1,18 +1,21 @@
 // Command dev runs the service on the local cluster as it runs on Knative:
 // the handler binary with the Role of config/knative, fed by the
 // ApiServerSource receive adapter, and swept every minute as a PingSource
-// would.
+// would; the TES API next to it, posting its events to the handler.
 //
 //	dev            run until interrupted (make dev)
-//	dev -demo      run, submit examples/task.submitted.json, print the task's
-//	               progress until it ends, then stop (make demo)
+//	dev -demo      run, submit examples/tes-task.json through the TES API,
+//	               print the task's progress until it ends, then stop
+//	               (make demo)
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -22,11 +25,11 @@ import (
 	"syscall"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -43,6 +46,8 @@ func run() error {
 	ns := flag.String("namespace", "default", "namespace of the tasks")
 	port := flag.Int("port", 8080, "the handler's port")
 	handlerBin := flag.String("handler", "bin/handler", "the handler binary")
+	tesPort := flag.Int("tes-port", 8081, "the TES API's port (0: no TES API)")
+	tesBin := flag.String("tes", "bin/tes", "the TES API binary")
 	sweepEvery := flag.Duration("sweep", time.Minute, "how often to send the sweep, as a PingSource would (0: never)")
 	demo := flag.Bool("demo", false, "submit examples/task.submitted.json and follow it until it ends")
 	flag.Parse()
@@ -59,7 +64,7 @@ func run() error {
 		return err
 	}
 	defer func() { _ = c.Stop() }()
-	opts := devstack.Options{Root: ".", Namespace: *ns, Port: *port, Handler: *handlerBin, Sweep: *sweepEvery}
+	opts := devstack.Options{Root: ".", Namespace: *ns, Port: *port, Handler: *handlerBin, Sweep: *sweepEvery, TES: *tesBin, TESPort: *tesPort}
 	if *demo {
 		// The demo prints the task's progress; the handler's logs go to a file.
 		logPath := filepath.Join(*dir, "handler.log")
@@ -77,41 +82,40 @@ func run() error {
 	}
 	defer s.Stop()
 	fmt.Fprintf(os.Stderr, "dev: handler on %s (namespace %s, Role of config/knative), ApiServerSource adapter feeding it, sweep every %s\n", s.URL, *ns, *sweepEvery)
+	if s.TESURL != "" {
+		fmt.Fprintf(os.Stderr, "dev: TES API on %s%s (no access control), posting to the handler\n", s.TESURL, tes.BasePath)
+	}
 	if *demo {
-		return runDemo(ctx, c, s.URL, *ns)
+		if s.TESURL == "" {
+			return fmt.Errorf("the demo needs the TES API (-tes-port)")
+		}
+		return runDemo(ctx, c, s.TESURL+tes.BasePath, *ns)
 	}
 	fmt.Fprintln(os.Stderr, "dev: try the curl examples of the README; Ctrl-C stops")
 	<-ctx.Done()
 	return nil
 }
 
-// runDemo submits the example task and prints its progress until it ends.
-func runDemo(ctx context.Context, c *cluster.Cluster, url, ns string) error {
-	data, err := os.ReadFile("examples/task.submitted.json")
+// runDemo submits the example TES task through the TES API and prints its
+// progress until it ends.
+func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string) error {
+	data, err := os.ReadFile("examples/tes-task.json")
 	if err != nil {
 		return err
 	}
-	var ev struct {
-		Task string `json:"task"`
-	}
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return err
-	}
-	// A demo runs the example afresh.
-	bg := metav1.DeletePropagationBackground
-	_ = c.Client.CoreV1().ConfigMaps(ns).Delete(ctx, ev.Task, metav1.DeleteOptions{PropagationPolicy: &bg})
-	for i := 0; i < 100; i++ {
-		if _, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, ev.Task, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	fmt.Printf("\n$ curl -X POST %s/ -H 'Ce-Type: task.submitted' ... -d @examples/task.submitted.json\n", url)
-	body, err := devstack.Post(url, "task.submitted", data)
+	fmt.Printf("\n$ curl -sS -X POST %s/tasks -H 'Content-Type: application/json' -d @examples/tes-task.json\n", api)
+	resp, err := http.Post(api+"/tasks", "application/json", bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s\n\n", body)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("%s\n", bytes.TrimSpace(body))
+	var created tes.CreateTaskResponse
+	if err := json.Unmarshal(body, &created); err != nil || resp.StatusCode != http.StatusOK || created.ID == "" {
+		return fmt.Errorf("create: %s: %s", resp.Status, body)
+	}
+	id := created.ID
 	start := time.Now()
 	lastState, lastJobs := "", ""
 	for {
@@ -120,28 +124,41 @@ func runDemo(ctx context.Context, c *cluster.Cluster, url, ns string) error {
 			return nil
 		case <-time.After(200 * time.Millisecond):
 		}
-		resp, err := http.Get(url + "/tasks/" + ns + "/" + ev.Task)
-		if err != nil {
+		var v tes.Task
+		if err := getJSON(api+"/tasks/"+id, &v); err != nil {
 			return err
 		}
-		var v steps.TesTask
-		_ = json.NewDecoder(resp.Body).Decode(&v)
-		resp.Body.Close()
-		jobs := jobSummary(ctx, c, ns, ev.Task)
+		jobs := jobSummary(ctx, c, ns, id)
 		if v.State != lastState || jobs != lastJobs {
 			fmt.Printf("%6.1fs  %-14s %s\n", time.Since(start).Seconds(), v.State, jobs)
 			lastState, lastJobs = v.State, jobs
 		}
-		switch v.State {
-		case steps.StateComplete, steps.StateExecutorError, steps.StateSystemError, steps.StateCanceled:
-			out, _ := json.MarshalIndent(v, "", "  ")
-			fmt.Printf("\n$ curl %s/tasks/%s/%s\n%s\n", url, ns, ev.Task, out)
+		if tes.IsFinal(v.State) {
+			var full tes.Task
+			if err := getJSON(api+"/tasks/"+id+"?view=FULL", &full); err != nil {
+				return err
+			}
+			out, _ := json.MarshalIndent(full, "", "  ")
+			fmt.Printf("\n$ curl -sS '%s/tasks/%s?view=FULL'\n%s\n", api, id, out)
 			if v.State != steps.StateComplete {
 				return fmt.Errorf("the example task ended %s", v.State)
 			}
 			return nil
 		}
 	}
+}
+
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 func jobSummary(ctx context.Context, c *cluster.Cluster, ns, task string) string {

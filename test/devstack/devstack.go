@@ -38,7 +38,10 @@ type Options struct {
 	Handler string
 	// Sweep is how often to send the sweep (0: never).
 	Sweep time.Duration
-	// Env is extra environment of the handler (NAME=value).
+	// TES is the TES API binary, served on TESPort (0: no TES API).
+	TES     string
+	TESPort int
+	// Env is extra environment of the handler and the TES API (NAME=value).
 	Env []string
 	// Stdout and Stderr receive the handler's logs (default: os.Stderr).
 	Stdout, Stderr io.Writer
@@ -46,7 +49,10 @@ type Options struct {
 
 // Stack is a running handler and adapter.
 type Stack struct {
-	URL     string
+	URL string
+	// TESURL is the TES API's, if it runs.
+	TESURL  string
+	tes     *exec.Cmd
 	handler *exec.Cmd
 	adapter *cluster.Adapter
 	cancel  context.CancelFunc
@@ -70,6 +76,9 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	}
 	if errw == nil {
 		errw = os.Stderr
+	}
+	if err := portFree(o.Port); err != nil {
+		return nil, err
 	}
 	s := &Stack{URL: fmt.Sprintf("http://127.0.0.1:%d", o.Port)}
 	h := exec.Command(o.Handler, "--kubeconfig", kubeconfig, "--namespace", o.Namespace, "--port", fmt.Sprint(o.Port))
@@ -98,6 +107,12 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 		s.Stop()
 		return nil, err
 	}
+	if o.TESPort != 0 {
+		if err := s.startTES(ctx, c, o, s.URL, out, errw); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	if o.Sweep > 0 {
@@ -122,6 +137,10 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 func (s *Stack) Stop() {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.tes != nil && s.tes.Process != nil {
+		_ = s.tes.Process.Signal(syscall.SIGTERM)
+		_ = s.tes.Wait()
 	}
 	if s.adapter != nil {
 		_ = s.adapter.Stop()

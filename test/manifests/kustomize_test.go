@@ -147,6 +147,7 @@ func TestDeployScriptSetsTheImages(t *testing.T) {
 	out := run(t, []string{
 		"PRINT_ONLY=1", "KUBECTL=" + k8s, "KO_DOCKER_REPO=",
 		"HANDLER_IMAGE=registry.example:5000/tesk/handler:v1.2.3",
+		"TES_IMAGE=registry.example:5000/tesk/tes:v1.2.3",
 		"FILER_IMAGE=registry.example:5000/tesk/filer:1.2",
 	}, filepath.Join("..", "..", "hack", "deploy.sh"))
 	if bytes.Contains(out, []byte("ko://")) {
@@ -164,7 +165,16 @@ func TestDeployScriptSetsTheImages(t *testing.T) {
 			if image != "registry.example:5000/tesk/handler:v1.2.3" {
 				t.Errorf("handler image %q", image)
 			}
-		case o.GetKind() == "ConfigMap":
+		case o.GetKind() == "Service" && o.GetName() == "tesk-tes":
+			var image string
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if len(containers) > 0 {
+				image, _ = containers[0].(map[string]any)["image"].(string)
+			}
+			if image != "registry.example:5000/tesk/tes:v1.2.3" {
+				t.Errorf("TES API image %q", image)
+			}
+		case o.GetKind() == "ConfigMap" && o.GetName() == "tesk-handler-config":
 			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
 			if data["FILER_NAME"] != "registry.example:5000/tesk/filer" || data["FILER_VERSION"] != "1.2" {
 				t.Errorf("filer image %s:%s, want registry.example:5000/tesk/filer:1.2", data["FILER_NAME"], data["FILER_VERSION"])

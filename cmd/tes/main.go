@@ -1,0 +1,286 @@
+// Command tes is the project's GA4GH TES 1.1 API: it validates and converts
+// submitted tasks, writes each task's anchor ConfigMap, posts the task's
+// CloudEvents to K_SINK (the Broker, through a SinkBinding), and reads tasks
+// back from the cluster.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/logging"
+	"knative.dev/pkg/signals"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "tes:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the flags; each also comes from an environment variable, the
+// flag winning.
+type options struct {
+	namespace, kubeconfig, sink string
+	port                        int
+	debug                       bool
+	noAuth                      bool
+}
+
+func parseOptions(args []string, getenv func(string) string) (options, error) {
+	def := func(name, fallback string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return fallback
+	}
+	var o options
+	port, err := strconv.Atoi(def("PORT", "8080"))
+	if err != nil || port <= 0 || port > 65535 {
+		return o, fmt.Errorf("PORT=%q is not a port number", getenv("PORT"))
+	}
+	debug, err := parseBool(getenv, "DEBUG")
+	if err != nil {
+		return o, err
+	}
+	fs := flag.NewFlagSet("tes", flag.ContinueOnError)
+	ns := def("NAMESPACE", podNamespace())
+	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
+	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
+	fs.StringVar(&o.sink, "sink", getenv("K_SINK"), "where task.submitted and task.cancelled are posted (env K_SINK, set by a SinkBinding)")
+	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
+	fs.BoolVar(&o.debug, "debug", debug, "debug logging (env DEBUG)")
+	fs.BoolVar(&o.noAuth, "no-auth", false, "serve without access control (local development only)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+func parseBool(getenv func(string) string, name string) (bool, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q is not a boolean", name, v)
+	}
+	return b, nil
+}
+
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func podNamespace() string {
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return steps.DefaultNamespace
+}
+
+// apiConfig reads the TES API's settings (the tesk-tes-config ConfigMap in
+// config/knative lists them all).
+func apiConfig(getenv func(string) string) (tes.Config, error) {
+	def := func(name, fallback string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return fallback
+	}
+	cfg := tes.Config{
+		Info: tes.ServiceInfo{
+			ID:               def("TES_SERVICE_ID", "org.ga4gh.tesk-knative"),
+			Name:             def("TES_SERVICE_NAME", "TESK on Knative"),
+			Description:      def("TES_SERVICE_DESCRIPTION", "GA4GH TES on Kubernetes, each task's steps run as Knative events"),
+			Organization:     tes.Organization{Name: def("TES_ORGANIZATION_NAME", "ELIXIR Cloud & AAI"), URL: def("TES_ORGANIZATION_URL", "https://elixir-cloud.dcc.sib.swiss")},
+			ContactURL:       def("TES_CONTACT_URL", ""),
+			DocumentationURL: def("TES_DOCUMENTATION_URL", "https://github.com/elixir-cloud-aai/tesk-knative"),
+			Environment:      def("TES_ENVIRONMENT", ""),
+			Version:          def("TES_SERVICE_VERSION", "1.0.0"),
+		},
+		LogTailBytes: tes.DefaultLogTailBytes,
+	}
+	if s := def("TES_STORAGE", ""); s != "" {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cfg.Info.Storage = append(cfg.Info.Storage, p)
+			}
+		}
+	}
+	if s := def("TES_LOG_TAIL_BYTES", ""); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1<<20 {
+			return cfg, fmt.Errorf("TES_LOG_TAIL_BYTES=%q is not a number of bytes from 1 to 1048576", s)
+		}
+		cfg.LogTailBytes = n
+	}
+	cfg.Convert.Secret = tes.ExecutorSecret{Name: def("EXECUTOR_SECRET_NAME", ""), MountPath: def("EXECUTOR_SECRET_MOUNT_PATH", "")}
+	if cfg.Convert.Secret.Name != "" && !strings.HasPrefix(cfg.Convert.Secret.MountPath, "/") {
+		return cfg, fmt.Errorf("EXECUTOR_SECRET_NAME is set: EXECUTOR_SECRET_MOUNT_PATH=%q must be an absolute path", cfg.Convert.Secret.MountPath)
+	}
+	if s := def("EXECUTOR_SECURITY_CONTEXT", ""); s != "" {
+		var sc corev1.SecurityContext
+		strict, err := sigsjson.UnmarshalStrict([]byte(s), &sc, sigsjson.DisallowUnknownFields)
+		if err == nil && len(strict) > 0 {
+			err = strict[0]
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("EXECUTOR_SECURITY_CONTEXT is not a container SecurityContext: %v", err)
+		}
+		cfg.Convert.SecurityContext = &sc
+	}
+	return cfg, nil
+}
+
+func run(args []string, getenv func(string) string) error {
+	start := time.Now()
+	o, err := parseOptions(args, getenv)
+	if err != nil {
+		return err
+	}
+	level := ""
+	if o.debug {
+		level = "debug"
+	}
+	zl, _ := logging.NewLogger(loggingConfig, level)
+	log := zl.Named("tes")
+	defer func() { _ = log.Sync() }()
+
+	cfg, err := apiConfig(getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Namespace, cfg.Sink = o.namespace, o.sink
+	// The state derivation follows the handler's rules and settings.
+	sc := steps.DefaultConfig()
+	sc.Namespace = o.namespace
+	if v := strings.TrimSpace(getenv("POD_TIMEOUT")); v != "" {
+		if sc.PodTimeout, err = steps.ParsePodTimeout(v); err != nil {
+			return err
+		}
+	}
+	sc, issues := steps.LoadEnv(sc, getenv)
+	for _, i := range issues {
+		log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
+	}
+	cfg.Steps = sc
+
+	auth, err := authenticator(context.Background(), getenv, o.noAuth, log)
+	if err != nil {
+		return err
+	}
+	rc, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log}
+	if cfg.Sink != "" {
+		if srv.Events, err = cloudevents.NewClientHTTP(); err != nil {
+			return err
+		}
+	} else {
+		log.Warnw("No K_SINK: no events are posted; the handler's sweep starts and cancels the tasks")
+	}
+	e := srv.Echo()
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
+	if err != nil {
+		return err
+	}
+	e.Listener = ln
+	ctx := signals.NewContext()
+	errc := make(chan error, 1)
+	go func() { errc <- e.Start("") }()
+	log.Infow("Ready", "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", auth != nil, "startup", time.Since(start).String())
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	log.Infow("Shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return e.Shutdown(sctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		rc, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	rc.QPS, rc.Burst = 200, 400
+	rc.Timeout = 30 * time.Second
+	rc.UserAgent = "tesk-knative-tes"
+	return rc, nil
+}
+
+const loggingConfig = `{
+  "level": "info",
+  "encoding": "json",
+  "outputPaths": ["stdout"],
+  "errorOutputPaths": ["stderr"],
+  "encoderConfig": {
+    "timeKey": "ts", "levelKey": "level", "nameKey": "logger", "callerKey": "caller",
+    "messageKey": "msg", "stacktraceKey": "stacktrace", "lineEnding": "",
+    "levelEncoder": "", "timeEncoder": "iso8601", "durationEncoder": "", "callerEncoder": ""
+  }
+}`
+
+// authenticator is the access control: none with --no-auth; else OIDC
+// bearer tokens, which need OIDC_ISSUER and OIDC_AUDIENCE.
+func authenticator(ctx context.Context, getenv func(string) string, noAuth bool, log *zap.SugaredLogger) (tes.Authenticator, error) {
+	if noAuth {
+		log.Warnw("Serving without access control (--no-auth)")
+		return nil, nil
+	}
+	c := tes.OIDCConfig{
+		Issuer:      strings.TrimSpace(getenv("OIDC_ISSUER")),
+		Audience:    strings.TrimSpace(getenv("OIDC_AUDIENCE")),
+		GroupsClaim: strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
+		AdminGroup:  strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
+	}
+	if c.Issuer == "" || c.Audience == "" {
+		return nil, errors.New("OIDC_ISSUER and OIDC_AUDIENCE are required (or --no-auth for local development)")
+	}
+	return tes.NewOIDC(ctx, c)
+}

@@ -1,0 +1,34 @@
+package steps
+
+import (
+	"testing"
+	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestAwaitsAPIStart(t *testing.T) {
+	created := metav1.NewTime(t0.Add(-time.Hour))
+	api := map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI}
+	cases := []struct {
+		name        string
+		annotations map[string]string
+		created     metav1.Time
+		want        bool
+	}{
+		{"written by the TES API, never started, past the grace", api, created, true},
+		{"within the grace its event may still come", api, metav1.NewTime(t0.Add(-APIStartGrace / 2)), false},
+		{"not written by the TES API: its own submission decides", map[string]string{}, created, false},
+		{"started", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationProgress: `{"parts":["ex-00"]}`}, created, false},
+		{"ended", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationState: StateSystemError}, created, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			meta := metav1.ObjectMeta{Name: "task-1", Annotations: c.annotations, CreationTimestamp: c.created}
+			if got := AwaitsAPIStart(meta, t0); got != c.want {
+				t.Errorf("AwaitsAPIStart = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

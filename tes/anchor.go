@@ -1,0 +1,208 @@
+package tes
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// What the TES API keeps on a task's anchor besides the taskmaster's JSON.
+const (
+	// TaskKey holds the submitted tesTask (gzipped JSON), for the BASIC and
+	// FULL views.
+	TaskKey = "TES_TASK.gz"
+	// AnnotationTags holds the task's tags as JSON, for the list's filters.
+	AnnotationTags = "tesk.ga4gh.org/tags"
+	// AnnotationCreator is the subject that created the task (creator-user-id
+	// is its label-safe form).
+	AnnotationCreator = "tesk.ga4gh.org/creator"
+)
+
+// BuildAnchor is the ConfigMap that anchors a task created through the TES
+// API: labelled as the steps and TESK's tooling know it, holding the
+// taskmaster's JSON and the submitted task.
+func BuildAnchor(ns, id string, t *Task, taskJSON []byte, c Caller) (*corev1.ConfigMap, error) {
+	stored := *t
+	stored.ID, stored.State, stored.Logs, stored.CreationTime = "", "", nil, ""
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      id,
+			Namespace: ns,
+			Labels:    map[string]string{taskmeta.LabelTask: id},
+			Annotations: map[string]string{
+				steps.AnnotationSubmittedBy: steps.SubmittedByTESAPI,
+			},
+		},
+		BinaryData: map[string][]byte{
+			taskspec.ConfigMapKey: taskspec.Gzip(taskJSON),
+			TaskKey:               taskspec.Gzip(raw),
+		},
+	}
+	if c.Label != "" {
+		cm.Labels[LabelCreator] = c.Label
+		cm.Annotations[AnnotationCreator] = c.Subject
+	}
+	if t.Name != "" {
+		cm.Annotations[AnnotationTaskName] = t.Name
+	}
+	if len(t.Tags) > 0 {
+		b, _ := json.Marshal(t.Tags)
+		cm.Annotations[AnnotationTags] = string(b)
+	}
+	if n := len(cm.BinaryData[taskspec.ConfigMapKey]) + len(cm.BinaryData[TaskKey]); n > taskspec.MaxSize-64<<10 {
+		return nil, bad("the task is too large: %d bytes compressed, a task's ConfigMap holds at most about %d", n, taskspec.MaxSize-64<<10)
+	}
+	return cm, nil
+}
+
+// IsAnchor reports whether a ConfigMap is a task's anchor.
+func IsAnchor(meta metav1.ObjectMeta) bool {
+	return meta.Labels[taskmeta.LabelTask] == meta.Name
+}
+
+// StoredTask reads the submitted task from its anchor; false if the anchor
+// was not written by the TES API (or its copy is unreadable).
+func StoredTask(cm *corev1.ConfigMap) (*Task, bool) {
+	data, ok := cm.BinaryData[TaskKey]
+	if !ok {
+		return nil, false
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, false
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, taskspec.MaxSize*4))
+	if err != nil {
+		return nil, false
+	}
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, false
+	}
+	return &t, true
+}
+
+// taskFromSpec rebuilds what it can of a task that was not created through
+// the TES API (by the TESK API or an event with its JSON): the executors'
+// images and commands, the inputs, outputs and volumes.
+func taskFromSpec(cm *corev1.ConfigMap) *Task {
+	t := &Task{Name: cm.Annotations[AnnotationTaskName]}
+	data := cm.BinaryData[taskspec.ConfigMapKey]
+	if data == nil {
+		data = []byte(cm.Data[taskspec.ConfigMapKey])
+	}
+	spec, err := taskspec.DecodeGzip(data)
+	if err != nil {
+		return t
+	}
+	for _, j := range spec.Executors {
+		c := j.Spec.Template.Spec.Containers[0]
+		ex := Executor{Image: c.Image, Command: append(append([]string{}, c.Command...), c.Args...), Workdir: c.WorkingDir}
+		for _, e := range c.Env {
+			if ex.Env == nil {
+				ex.Env = map[string]string{}
+			}
+			ex.Env[e.Name] = e.Value
+		}
+		ex.IgnoreError = j.Annotations[taskmeta.AnnotationIgnoreError] == "true"
+		t.Executors = append(t.Executors, ex)
+	}
+	for _, in := range spec.Inputs {
+		t.Inputs = append(t.Inputs, Input{Name: in.Name, Description: in.Description, URL: in.URL, Path: in.Path, Type: in.Type, Content: in.Content, Streamable: in.Streamable})
+	}
+	for _, out := range spec.Outputs {
+		t.Outputs = append(t.Outputs, Output{Name: out.Name, Description: out.Description, URL: out.URL, Path: out.Path, PathPrefix: out.PathPrefix, Type: out.Type})
+	}
+	t.Volumes = spec.Volumes
+	if spec.Resources.DiskGB > 0 {
+		t.Resources = &Resources{DiskGB: spec.Resources.DiskGB}
+	}
+	return t
+}
+
+// Tags reads the tags of an anchor.
+func Tags(meta metav1.ObjectMeta) map[string]string {
+	var tags map[string]string
+	if s := meta.Annotations[AnnotationTags]; s != "" {
+		_ = json.Unmarshal([]byte(s), &tags)
+	}
+	return tags
+}
+
+// MetaState is the task's TES state as its anchor's metadata alone tells it
+// (the list's state, which reads no job or pod): the final state once it
+// ended; CANCELING once cancelled; QUEUED until a step started anything;
+// INITIALIZING while only the volume and the inputs filer were started;
+// RUNNING once an executor or the outputs filer was.
+func MetaState(meta metav1.ObjectMeta) string {
+	if s := meta.Annotations[taskmeta.AnnotationState]; s != "" {
+		return s
+	}
+	if meta.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
+		return steps.StateCanceling
+	}
+	prog, err := steps.ParseProgress(meta.Annotations[taskmeta.AnnotationProgress])
+	if err != nil {
+		return steps.StateRunning
+	}
+	state := steps.StateQueued
+	for _, p := range prog.Started {
+		if _, ok := taskmeta.ExecutorIndex(p); ok || p == taskmeta.PartOutputsFiler {
+			return steps.StateRunning
+		}
+		state = steps.StateInitializing
+	}
+	return state
+}
+
+// IsFinal reports whether a state is one a task never leaves.
+func IsFinal(state string) bool {
+	return slices.Contains([]string{steps.StateComplete, steps.StateExecutorError, steps.StateSystemError, steps.StateCanceled}, state)
+}
+
+var labelValueRE = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`)
+
+// LabelSafe is the label-safe form of a subject: the subject itself when it is
+// a valid label value, else its characters that are, shortened, and a hash
+// of the whole, so that two subjects never share a form.
+func LabelSafe(subject string) string {
+	if subject == "" {
+		return ""
+	}
+	if labelValueRE.MatchString(subject) {
+		return subject
+	}
+	sum := sha256.Sum256([]byte(subject))
+	var b strings.Builder
+	for _, r := range subject {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			b.WriteRune(r)
+		}
+		if b.Len() == 30 {
+			break
+		}
+	}
+	prefix := strings.Trim(b.String(), "-_.")
+	if prefix == "" {
+		return "h" + hex.EncodeToString(sum[:16])
+	}
+	return fmt.Sprintf("%s.%s", prefix, hex.EncodeToString(sum[:12]))
+}

@@ -1,0 +1,434 @@
+package tes
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// Labels and annotations the TESK API writes, besides those of steps.
+const (
+	LabelCreator       = "creator-user-id"
+	AnnotationTaskName = "tes-task-name"
+)
+
+// DefaultDiskGB is the task volume's size when the task asks for none, as the
+// TESK API sizes it.
+const DefaultDiskGB = 0.1
+
+// MaxRequestBytes bounds a create request: the task's anchor, a ConfigMap,
+// holds at most 1 MiB.
+const MaxRequestBytes = 1 << 20
+
+// maxTagsBytes bounds the tags, which are kept in an annotation of the anchor
+// (Kubernetes allows 256 KiB for all of them).
+const maxTagsBytes = 64 << 10
+
+// maxNameBytes bounds the task's name, kept in an annotation.
+const maxNameBytes = 4096
+
+// BadRequestError is a request that can never succeed: it changed nothing.
+type BadRequestError struct{ Msg string }
+
+func (e *BadRequestError) Error() string { return e.Msg }
+
+func bad(format string, a ...any) error { return &BadRequestError{Msg: fmt.Sprintf(format, a...)} }
+
+// DecodeTask parses a create request's body: one JSON object that is a
+// tesTask, without fields outside the specification. The fields the server
+// sets (id, state, logs, creation_time) are ignored.
+func DecodeTask(body []byte) (*Task, error) {
+	if len(body) > MaxRequestBytes {
+		return nil, bad("the task is %d bytes, more than %d", len(body), MaxRequestBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var t Task
+	if err := dec.Decode(&t); err != nil {
+		return nil, jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bad("the body holds more than one JSON value")
+	}
+	t.ID, t.State, t.Logs, t.CreationTime = "", "", nil, ""
+	return &t, nil
+}
+
+// jsonError says in the specification's field names what did not parse.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return bad("the body is a JSON %s, not a tesTask object", te.Value)
+		}
+		return bad("%s: a JSON %s where %s is expected", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return bad("the body is not valid JSON: %v (at byte %d)", se, se.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return bad("the body is not a complete JSON object")
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		return bad("unknown field %s: not a field of TES 1.1", f)
+	}
+	return bad("%s", msg)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "slice":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int32", "int", "int64":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + k
+}
+
+// SupportedBackendParameters are the tesResources.backend_parameters keys
+// the service acts on: none yet.
+var SupportedBackendParameters = []string{}
+
+// Validate checks a submitted task; the error names the field.
+func Validate(t *Task) error {
+	if len(t.Executors) == 0 {
+		return bad("executors: at least one executor is required")
+	}
+	if len(t.Name) > maxNameBytes {
+		return bad("name: %d bytes, at most %d", len(t.Name), maxNameBytes)
+	}
+	for i, ex := range t.Executors {
+		f := fmt.Sprintf("executors[%d]", i)
+		if strings.TrimSpace(ex.Image) == "" {
+			return bad("%s.image: required", f)
+		}
+		if strings.ContainsAny(ex.Image, " \t\r\n") {
+			return bad("%s.image: %q contains white space", f, ex.Image)
+		}
+		if len(ex.Command) == 0 {
+			return bad("%s.command: required (at least the program to run)", f)
+		}
+		for name, p := range map[string]string{"workdir": ex.Workdir, "stdin": ex.Stdin, "stdout": ex.Stdout, "stderr": ex.Stderr} {
+			if p != "" && !path.IsAbs(p) {
+				return bad("%s.%s: %q is not an absolute path", f, name, p)
+			}
+		}
+		for k := range ex.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return bad("%s.env: %q is not a variable name", f, k)
+			}
+		}
+	}
+	for i, in := range t.Inputs {
+		f := fmt.Sprintf("inputs[%d]", i)
+		if err := checkPath(in.Path); err != nil {
+			return bad("%s.path: %v", f, err)
+		}
+		if err := checkType(in.Type); err != nil {
+			return bad("%s.type: %v", f, err)
+		}
+		if in.URL == "" && in.Content == "" {
+			return bad("%s: url or content is required", f)
+		}
+		if in.Content != "" && in.Type == TypeDirectory {
+			return bad("%s.content: a DIRECTORY input takes a url, not content", f)
+		}
+		if taskspec.HasWildcard(in.Path) {
+			return bad("%s.path: %q has wildcards, which only outputs may have", f, in.Path)
+		}
+	}
+	for i, out := range t.Outputs {
+		f := fmt.Sprintf("outputs[%d]", i)
+		if err := checkPath(out.Path); err != nil {
+			return bad("%s.path: %v", f, err)
+		}
+		if err := checkType(out.Type); err != nil {
+			return bad("%s.type: %v", f, err)
+		}
+		if out.URL == "" {
+			return bad("%s.url: required", f)
+		}
+		if taskspec.HasWildcard(out.Path) && out.PathPrefix == "" {
+			return bad("%s.path_prefix: required, as the path %q has wildcards", f, out.Path)
+		}
+		if out.PathPrefix != "" && !path.IsAbs(out.PathPrefix) {
+			return bad("%s.path_prefix: %q is not an absolute path", f, out.PathPrefix)
+		}
+	}
+	for i, v := range t.Volumes {
+		if err := checkPath(v); err != nil {
+			return bad("volumes[%d]: %v", i, err)
+		}
+	}
+	if r := t.Resources; r != nil {
+		switch {
+		case r.CPUCores < 0:
+			return bad("resources.cpu_cores: %d is negative", r.CPUCores)
+		case r.RAMGB < 0 || math.IsNaN(r.RAMGB) || math.IsInf(r.RAMGB, 0):
+			return bad("resources.ram_gb: %v is not a size", r.RAMGB)
+		case r.DiskGB < 0 || math.IsNaN(r.DiskGB) || math.IsInf(r.DiskGB, 0):
+			return bad("resources.disk_gb: %v is not a size", r.DiskGB)
+		case r.RAMGB > 1<<20 || r.DiskGB > 1<<20:
+			return bad("resources: more than 1 PiB asked for")
+		}
+		if r.BackendParametersStrict {
+			for _, k := range sortedKeys(r.BackendParameters) {
+				if !supported(k) {
+					return bad("resources.backend_parameters: %q is not supported (backend_parameters_strict is true; supported: %v)", k, SupportedBackendParameters)
+				}
+			}
+		}
+	}
+	if b, _ := json.Marshal(t.Tags); len(b) > maxTagsBytes {
+		return bad("tags: %d bytes of JSON, at most %d", len(b), maxTagsBytes)
+	}
+	return nil
+}
+
+func supported(key string) bool {
+	for _, s := range SupportedBackendParameters {
+		if strings.EqualFold(s, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropUnsupported removes the backend parameters the service does not
+// support: the specification says they are neither stored nor returned.
+func dropUnsupported(r *Resources) []string {
+	var dropped []string
+	if r == nil {
+		return nil
+	}
+	for _, k := range sortedKeys(r.BackendParameters) {
+		if !supported(k) {
+			dropped = append(dropped, k)
+			delete(r.BackendParameters, k)
+		}
+	}
+	if len(r.BackendParameters) == 0 {
+		r.BackendParameters = nil
+	}
+	return dropped
+}
+
+func checkType(t string) error {
+	switch t {
+	case "", TypeFile, TypeDirectory:
+		return nil
+	}
+	return fmt.Errorf("%q is neither FILE nor DIRECTORY", t)
+}
+
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("required")
+	case !path.IsAbs(p):
+		return fmt.Errorf("%q is not an absolute path", p)
+	case path.Clean(p) == "/":
+		return fmt.Errorf("%q is the root", p)
+	case strings.ContainsRune(p, 0):
+		return errors.New("contains NUL")
+	}
+	if c := path.Clean(p); c != p && c+"/" != p {
+		return fmt.Errorf("%q is not a clean path (no '.', '..' or '//')", p)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ExecutorSecret is a secret mounted read-only into every executor, as the
+// TESK API's executor secret.
+type ExecutorSecret struct {
+	Name      string
+	MountPath string
+}
+
+// ConvertOptions are what the conversion takes from the configuration and
+// the caller.
+type ConvertOptions struct {
+	// User is the label-safe form of the caller (creator-user-id).
+	User string
+	// Secret, if Name is set, is mounted into every executor.
+	Secret ExecutorSecret
+	// SecurityContext, if set, is every executor container's.
+	SecurityContext *corev1.SecurityContext
+}
+
+// Convert turns a validated task into the taskmaster's task JSON, as the
+// TESK API converts it: each executor a Job spec <id>-ex-NN, the inputs,
+// outputs and volumes as they are, and the disk size.
+func Convert(t *Task, id string, o ConvertOptions) ([]byte, error) {
+	spec := taskspec.Task{Volumes: t.Volumes}
+	for _, in := range t.Inputs {
+		spec.Inputs = append(spec.Inputs, taskspec.Input{
+			Name: in.Name, Description: in.Description, URL: in.URL, Path: in.Path,
+			Type: in.Type, Content: in.Content, Streamable: in.Streamable,
+		})
+	}
+	for _, out := range t.Outputs {
+		spec.Outputs = append(spec.Outputs, taskspec.Output{
+			Name: out.Name, Description: out.Description, URL: out.URL, Path: out.Path,
+			PathPrefix: out.PathPrefix, Type: out.Type,
+		})
+	}
+	res := Resources{}
+	if t.Resources != nil {
+		res = *t.Resources
+	}
+	spec.Resources.DiskGB = res.DiskGB
+	if spec.Resources.DiskGB == 0 {
+		spec.Resources.DiskGB = DefaultDiskGB
+	}
+	for i, ex := range t.Executors {
+		spec.Executors = append(spec.Executors, executorJob(t, id, i, ex, res, o))
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	// The steps read it back with the same rules.
+	decoded, err := taskspec.Decode(raw)
+	if err != nil {
+		return nil, bad("%v", strings.TrimPrefix(err.Error(), "invalid task: "))
+	}
+	if err := decoded.Refusal(); err != nil {
+		return nil, bad("%v", err)
+	}
+	return raw, nil
+}
+
+func executorJob(t *Task, id string, i int, ex Executor, res Resources, o ConvertOptions) batchv1.Job {
+	name := taskmeta.ObjectName(id, taskmeta.ExecutorPart(i))
+	labels := map[string]string{
+		taskmeta.LabelJobType:    taskmeta.JobTypeExecutor,
+		taskmeta.LabelTask:       id,
+		taskmeta.LabelExecutorNo: strconv.Itoa(i),
+	}
+	if o.User != "" {
+		labels[LabelCreator] = o.User
+	}
+	annotations := map[string]string{}
+	if t.Name != "" {
+		annotations[AnnotationTaskName] = t.Name
+	}
+	if ex.IgnoreError {
+		annotations[taskmeta.AnnotationIgnoreError] = "true"
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	c := corev1.Container{
+		Name:       name,
+		Image:      ex.Image,
+		Command:    Command(ex),
+		WorkingDir: ex.Workdir,
+	}
+	for _, k := range sortedKeys(ex.Env) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: ex.Env[k]})
+	}
+	req := corev1.ResourceList{}
+	if res.CPUCores > 0 {
+		req[corev1.ResourceCPU] = *resource.NewQuantity(int64(res.CPUCores), resource.DecimalSI)
+	}
+	if res.RAMGB > 0 {
+		req[corev1.ResourceMemory] = *resource.NewQuantity(int64(math.Round(res.RAMGB*(1<<30))), resource.BinarySI)
+	}
+	if len(req) > 0 {
+		c.Resources.Requests = req
+	}
+	if o.SecurityContext != nil {
+		c.SecurityContext = o.SecurityContext.DeepCopy()
+	}
+	pod := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}
+	if o.Secret.Name != "" {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: o.Secret.Name, MountPath: o.Secret.MountPath, ReadOnly: true})
+		pod.Volumes = append(pod.Volumes, corev1.Volume{
+			Name:         o.Secret.Name,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: o.Secret.Name}},
+		})
+	}
+	pod.Containers = []corev1.Container{c}
+	return batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: pod},
+		},
+	}
+}
+
+// Command is the executor's container command: its command as it is, or,
+// when stdin, stdout or stderr is set, run by /bin/sh -c with each part
+// quoted for the shell and the redirections appended.
+func Command(ex Executor) []string {
+	if ex.Stdin == "" && ex.Stdout == "" && ex.Stderr == "" {
+		return append([]string(nil), ex.Command...)
+	}
+	parts := make([]string, 0, len(ex.Command)+6)
+	for _, a := range ex.Command {
+		parts = append(parts, ShellQuote(a))
+	}
+	if ex.Stdin != "" {
+		parts = append(parts, "<", ShellQuote(ex.Stdin))
+	}
+	if ex.Stdout != "" {
+		parts = append(parts, ">", ShellQuote(ex.Stdout))
+	}
+	if ex.Stderr != "" {
+		parts = append(parts, "2>", ShellQuote(ex.Stderr))
+	}
+	return []string{"/bin/sh", "-c", strings.Join(parts, " ")}
+}
+
+// ShellQuote quotes a word for a POSIX shell: as it is when it holds only
+// characters the shell takes literally, else in single quotes, each single
+// quote written as '"'"'.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}

@@ -1,0 +1,96 @@
+package tes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/labstack/echo/v4"
+)
+
+// OIDC authenticates callers by their OIDC bearer tokens: signed by the
+// issuer's keys (fetched from its discovery document, refreshed when an
+// unknown key appears), for the audience, not expired. The token's subject
+// owns the tasks it creates; a member of AdminGroup (in the claim
+// GroupsClaim) sees every task.
+type OIDC struct {
+	verifier    *oidc.IDTokenVerifier
+	groupsClaim string
+	adminGroup  string
+}
+
+// OIDCConfig is the access control's configuration.
+type OIDCConfig struct {
+	Issuer, Audience        string
+	GroupsClaim, AdminGroup string
+	// Client fetches the issuer's documents (a client with a timeout if
+	// nil).
+	Client *http.Client
+}
+
+// NewOIDC reads the issuer's discovery document. ctx is kept for fetching
+// its keys later: it must outlive the server.
+func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
+	if c.Issuer == "" || c.Audience == "" {
+		return nil, errors.New("OIDC needs an issuer and an audience")
+	}
+	client := c.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	ctx = oidc.ClientContext(ctx, client)
+	p, err := oidc.NewProvider(ctx, c.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("OIDC issuer %s: %w", c.Issuer, err)
+	}
+	return &OIDC{
+		verifier:    p.Verifier(&oidc.Config{ClientID: c.Audience}),
+		groupsClaim: c.GroupsClaim,
+		adminGroup:  c.AdminGroup,
+	}, nil
+}
+
+// Authenticate verifies the request's bearer token.
+func (o *OIDC) Authenticate(r *http.Request) (Caller, error) {
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Caller{}, errors.New("a bearer token is required (Authorization: Bearer <token>)")
+	}
+	idt, err := o.verifier.Verify(r.Context(), token)
+	if err != nil {
+		return Caller{}, fmt.Errorf("the bearer token is not valid: %v", err)
+	}
+	if idt.Subject == "" {
+		return Caller{}, errors.New("the bearer token has no subject")
+	}
+	c := Caller{Subject: idt.Subject, Label: LabelSafe(idt.Subject)}
+	if o.adminGroup != "" && o.groupsClaim != "" {
+		var claims map[string]any
+		if err := idt.Claims(&claims); err != nil {
+			return Caller{}, echo.NewHTTPError(http.StatusForbidden, "the token's claims do not parse: "+err.Error())
+		}
+		c.All = memberOf(claims[o.groupsClaim], o.adminGroup)
+	}
+	return c, nil
+}
+
+// memberOf reports whether a groups claim (a list of strings, or one
+// string) holds the group.
+func memberOf(claim any, group string) bool {
+	switch v := claim.(type) {
+	case string:
+		return v == group
+	case []any:
+		for _, g := range v {
+			if s, ok := g.(string); ok && s == group {
+				return true
+			}
+		}
+	}
+	return false
+}

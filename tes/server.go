@@ -1,0 +1,790 @@
+package tes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// BasePath is where the API is served.
+const BasePath = "/ga4gh/tes/v1"
+
+// Paging of the list.
+const (
+	DefaultPageSize = 256
+	MaxPageSize     = 2048
+)
+
+// DefaultLogTailBytes bounds each executor's stdout in the FULL view.
+const DefaultLogTailBytes = 64 << 10
+
+// Config is the TES API's configuration.
+type Config struct {
+	// Namespace holds the tasks.
+	Namespace string
+	// Sink is where task.submitted and task.cancelled are posted (K_SINK);
+	// none: the events are left out (the sweep starts the tasks).
+	Sink string
+	// Info is the service-info (type, and the backend parameters, are set
+	// by the service).
+	Info ServiceInfo
+	// LogTailBytes bounds each executor's stdout in the FULL view.
+	LogTailBytes int
+	// Steps is the handler's configuration, for the state derivation.
+	Steps steps.Config
+	// Convert holds the executors' secret and security context.
+	Convert ConvertOptions
+}
+
+// Caller is who makes a request.
+type Caller struct {
+	// Subject is the token's subject ("" without access control).
+	Subject string
+	// Label is its label-safe form (creator-user-id).
+	Label string
+	// All: the caller sees every task (an administrator, or no access
+	// control).
+	All bool
+}
+
+// Authenticator finds the caller of a request. An error that is an
+// *echo.HTTPError carries its status (401, 403); others are 401.
+type Authenticator interface {
+	Authenticate(r *http.Request) (Caller, error)
+}
+
+// Server is the TES API of one namespace. It keeps nothing between requests:
+// every task is its anchor ConfigMap, its jobs and pods.
+type Server struct {
+	Client   kubernetes.Interface
+	Metadata metadata.Interface
+	Events   cloudevents.Client
+	Config   Config
+	Auth     Authenticator
+	Log      *zap.SugaredLogger
+	Now      func() time.Time
+}
+
+// ErrorBody is the JSON of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+type callerKey struct{}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Echo returns the routes.
+func (s *Server) Echo() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Server.ReadHeaderTimeout = 10 * time.Second
+	e.Server.ReadTimeout = 60 * time.Second
+	e.Server.WriteTimeout = 2 * time.Minute
+	e.Server.IdleTimeout = 2 * time.Minute
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		code, msg := http.StatusInternalServerError, err.Error()
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			code = he.Code
+			if m, ok := he.Message.(string); ok {
+				msg = m
+			}
+		}
+		if !c.Response().Committed {
+			_ = c.JSON(code, ErrorBody{Error: msg})
+		}
+	}
+	g := e.Group(BasePath, s.authenticate)
+	g.GET("/service-info", s.serviceInfo)
+	g.POST("/tasks", s.create)
+	g.GET("/tasks", s.list)
+	g.GET("/tasks/:id", s.get)
+	// "{id}:cancel" is one path segment.
+	g.POST("/tasks/:ref", s.cancel)
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	return e
+}
+
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		caller := Caller{All: true}
+		if s.Auth != nil && c.Path() != BasePath+"/service-info" {
+			var err error
+			caller, err = s.Auth.Authenticate(c.Request())
+			if err != nil {
+				var he *echo.HTTPError
+				if errors.As(err, &he) {
+					return c.JSON(he.Code, ErrorBody{Error: fmt.Sprint(he.Message)})
+				}
+				c.Response().Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				return c.JSON(http.StatusUnauthorized, ErrorBody{Error: err.Error()})
+			}
+		}
+		c.Set("caller", caller)
+		return next(c)
+	}
+}
+
+func callerOf(c echo.Context) Caller {
+	if v, ok := c.Get("caller").(Caller); ok {
+		return v
+	}
+	return Caller{}
+}
+
+// mayAccess reports whether the caller may see a task.
+func (c Caller) mayAccess(meta metav1.ObjectMeta) bool {
+	return c.All || (c.Subject != "" && meta.Annotations[AnnotationCreator] == c.Subject)
+}
+
+func (s *Server) serviceInfo(c echo.Context) error {
+	info := s.Config.Info
+	info.Type = ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
+	info.TesResourcesBackendParameters = append([]string{}, SupportedBackendParameters...)
+	return c.JSON(http.StatusOK, info)
+}
+
+// maxCreateAttempts bounds how often a new id is drawn when one is taken.
+const maxCreateAttempts = 5
+
+func (s *Server) create(c echo.Context) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
+	if err != nil {
+		return c.JSON(http.StatusBadRequest, ErrorBody{Error: "reading the body: " + err.Error()})
+	}
+	t, err := DecodeTask(body)
+	if err == nil {
+		err = Validate(t)
+	}
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if dropped := dropUnsupported(t.Resources); len(dropped) > 0 {
+		s.Log.Warnw("Unsupported backend parameters left out", "keys", dropped)
+	}
+	caller := callerOf(c)
+	opts := s.Config.Convert
+	opts.User = caller.Label
+	ctx := c.Request().Context()
+	var id string
+	for attempt := 0; ; attempt++ {
+		id = NewID()
+		raw, err := Convert(t, id, opts)
+		if err != nil {
+			return s.fail(c, err)
+		}
+		cm, err := BuildAnchor(s.Config.Namespace, id, t, raw, caller)
+		if err != nil {
+			return s.fail(c, err)
+		}
+		err = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() error {
+			_, err := s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		})
+		if apierrors.IsAlreadyExists(err) && attempt < maxCreateAttempts {
+			continue
+		}
+		if err != nil {
+			return s.fail(c, err)
+		}
+		break
+	}
+	s.Log.Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
+	s.post(ctx, "task.submitted", "submit-"+id, id)
+	return c.JSON(http.StatusOK, CreateTaskResponse{ID: id})
+}
+
+// post sends a step's CloudEvent to the sink, retrying with bounded backoff.
+// A failure loses nothing: the task's anchor is on the cluster, and the
+// sweep starts a task whose submission did not arrive (and cancels one
+// labelled cancelled).
+func (s *Server) post(ctx context.Context, typ, eventID, task string) {
+	if s.Events == nil || s.Config.Sink == "" {
+		return
+	}
+	ev := cloudevents.NewEvent()
+	ev.SetID(eventID)
+	ev.SetType(typ)
+	ev.SetSource("tesk-knative/tes-api")
+	ev.SetSubject(task)
+	_ = ev.SetData(cloudevents.ApplicationJSON, map[string]string{"task": task, "namespace": s.Config.Namespace})
+	ctx = cloudevents.ContextWithTarget(context.WithoutCancel(ctx), s.Config.Sink)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ctx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, 100*time.Millisecond, 3)
+	if res := s.Events.Send(ctx, ev); cloudevents.IsUndelivered(res) || !cloudevents.IsACK(res) {
+		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", typ, "task", task, "error", res)
+	}
+}
+
+// NewID draws a task id as the TESK API does: task- and 8 hex digits.
+func NewID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "task-" + hex.EncodeToString(b[:])
+}
+
+var taskNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// anchor reads a task's anchor for the caller: 404 for an unknown one, 403
+// for one the caller may not see.
+func (s *Server) anchor(c echo.Context, id string) (*corev1.ConfigMap, error) {
+	if !taskNameRE.MatchString(id) {
+		return nil, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("no task %q", id))
+	}
+	var cm *corev1.ConfigMap
+	err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+		cm, err = s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Get(c.Request().Context(), id, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) || (err == nil && !IsAnchor(cm.ObjectMeta)) {
+		return nil, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("no task %q", id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !callerOf(c).mayAccess(cm.ObjectMeta) {
+		return nil, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("task %q belongs to another user", id))
+	}
+	return cm, nil
+}
+
+func parseView(c echo.Context) (string, error) {
+	v := c.QueryParam("view")
+	switch v {
+	case "":
+		return ViewMinimal, nil
+	case ViewMinimal, ViewBasic, ViewFull:
+		return v, nil
+	}
+	return "", bad("view: %q is none of MINIMAL, BASIC, FULL", v)
+}
+
+func (s *Server) get(c echo.Context) error {
+	view, err := parseView(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	cm, err := s.anchor(c, c.Param("id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	t, err := s.task(c.Request().Context(), cm, view)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// task reads a task's jobs and pods and returns it in a view.
+func (s *Server) task(ctx context.Context, cm *corev1.ConfigMap, view string) (Task, error) {
+	sel := labels.Set{taskmeta.LabelTask: cm.Name}.String()
+	jobs, pods, err := s.jobsAndPods(ctx, sel)
+	if err != nil {
+		return Task{}, err
+	}
+	return s.build(ctx, cm, jobs, pods, view), nil
+}
+
+// jobsAndPods lists the jobs and pods of a label selector, both at once.
+func (s *Server) jobsAndPods(ctx context.Context, selector string) ([]batchv1.Job, []corev1.Pod, error) {
+	ns := s.Config.Namespace
+	sel := metav1.ListOptions{LabelSelector: selector}
+	var jobs *batchv1.JobList
+	var pods *corev1.PodList
+	var jerr, perr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		jerr = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+			jobs, err = s.Client.BatchV1().Jobs(ns).List(ctx, sel)
+			return err
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		perr = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+			pods, err = s.Client.CoreV1().Pods(ns).List(ctx, sel)
+			return err
+		})
+	}()
+	wg.Wait()
+	if err := errors.Join(jerr, perr); err != nil {
+		return nil, nil, err
+	}
+	return jobs.Items, pods.Items, nil
+}
+
+// build derives a task in a view from its anchor, jobs and pods (those of
+// other tasks are left out).
+func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1.Job, pods []corev1.Pod, view string) Task {
+	id := cm.Name
+	byPart := map[string]*batchv1.Job{}
+	for i := range jobs {
+		if t, part, ok := taskmeta.SplitJobName(jobs[i].Name); ok && t == id && jobs[i].Labels[taskmeta.LabelTask] == id {
+			byPart[part] = &jobs[i]
+		}
+	}
+	podList := []*corev1.Pod{}
+	for i := range pods {
+		if pods[i].Labels[taskmeta.LabelTask] == id {
+			podList = append(podList, &pods[i])
+		}
+	}
+	v := steps.BuildView(cm.ObjectMeta, byPart, podList, s.Config.Steps, s.now())
+	out := Task{ID: id, State: v.State}
+	if view == ViewMinimal {
+		return out
+	}
+	stored, ok := StoredTask(cm)
+	if !ok {
+		stored = taskFromSpec(cm)
+	}
+	out.Name, out.Description = stored.Name, stored.Description
+	out.Inputs, out.Outputs, out.Resources = stored.Inputs, stored.Outputs, stored.Resources
+	out.Executors, out.Volumes, out.Tags = stored.Executors, stored.Volumes, stored.Tags
+	out.CreationTime = v.CreationTime
+	if view == ViewBasic {
+		out.Inputs = make([]Input, len(stored.Inputs))
+		for i, in := range stored.Inputs {
+			in.Content = ""
+			out.Inputs[i] = in
+		}
+		if len(out.Inputs) == 0 {
+			out.Inputs = nil
+		}
+	}
+	out.Logs = s.taskLogs(ctx, v, byPart, podList, view)
+	return out
+}
+
+// taskLogs converts the view's log: an executor's log once its exit code is
+// known (the specification requires one); FULL adds each executor's stdout,
+// a bounded tail of its last pod's log, and the system logs.
+func (s *Server) taskLogs(ctx context.Context, v steps.TesTask, jobs map[string]*batchv1.Job, pods []*corev1.Pod, view string) []TaskLog {
+	var execParts []string
+	for part := range jobs {
+		if _, ok := taskmeta.ExecutorIndex(part); ok {
+			execParts = append(execParts, part)
+		}
+	}
+	sort.Slice(execParts, func(i, k int) bool {
+		a, _ := taskmeta.ExecutorIndex(execParts[i])
+		b, _ := taskmeta.ExecutorIndex(execParts[k])
+		return a < b
+	})
+	var logs []TaskLog
+	for _, l := range v.Logs {
+		tl := TaskLog{Logs: []ExecutorLog{}, Outputs: []OutputFileLog{}, Metadata: l.Metadata, StartTime: l.StartTime, EndTime: l.EndTime}
+		for i, el := range l.Logs {
+			if el.ExitCode == nil {
+				continue
+			}
+			out := ExecutorLog{StartTime: el.StartTime, EndTime: el.EndTime, ExitCode: *el.ExitCode}
+			if view == ViewFull && i < len(execParts) {
+				out.Stdout = s.stdout(ctx, jobs[execParts[i]].Name, pods)
+			}
+			tl.Logs = append(tl.Logs, out)
+		}
+		for _, f := range l.Outputs {
+			tl.Outputs = append(tl.Outputs, OutputFileLog{URL: f.URL, Path: f.Path, SizeBytes: f.SizeBytes})
+		}
+		if view == ViewFull {
+			tl.SystemLogs = l.SystemLogs
+		}
+		logs = append(logs, tl)
+	}
+	return logs
+}
+
+// stdout is the tail of the log of a job's last pod; "" if it cannot be read.
+func (s *Server) stdout(ctx context.Context, job string, pods []*corev1.Pod) string {
+	var last *corev1.Pod
+	for _, p := range pods {
+		if p.Labels[batchv1.JobNameLabel] == job && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			last = p
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	limit := s.Config.LogTailBytes
+	if limit <= 0 {
+		limit = DefaultLogTailBytes
+	}
+	// The tail in lines, bounded again in bytes: the API server cannot cut a
+	// log from its end by bytes.
+	tail := int64(limit/16 + 1)
+	raw, err := s.Client.CoreV1().Pods(s.Config.Namespace).GetLogs(last.Name, &corev1.PodLogOptions{TailLines: &tail}).Do(ctx).Raw()
+	if err != nil {
+		s.Log.Debugw("Executor log not readable", "pod", last.Name, "error", err)
+		return ""
+	}
+	if len(raw) > limit {
+		raw = raw[len(raw)-limit:]
+	}
+	return strings.ToValidUTF8(string(raw), "")
+}
+
+var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// pageToken is the position after the last task of a page: tasks are listed
+// newest first, by creation time and then name, so a token stays valid
+// whatever is created or deleted meanwhile.
+type pageToken struct {
+	Created int64  `json:"c"`
+	Name    string `json:"n"`
+}
+
+func (p pageToken) String() string {
+	b, _ := json.Marshal(p)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parsePageToken(s string) (*pageToken, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var p pageToken
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil || p.Name == "" {
+		return nil, bad("page_token: %q is not a token this service gave", s)
+	}
+	return &p, nil
+}
+
+// ListQuery is a list request.
+type ListQuery struct {
+	NamePrefix string
+	State      string
+	Tags       map[string]string
+	PageSize   int
+	Token      *pageToken
+	View       string
+}
+
+// ParseListQuery reads the list's parameters.
+func ParseListQuery(q url.Values) (ListQuery, error) {
+	lq := ListQuery{NamePrefix: q.Get("name_prefix"), State: q.Get("state"), PageSize: DefaultPageSize}
+	if lq.State != "" && !contains(States, lq.State) {
+		return lq, bad("state: %q is not a TES state", lq.State)
+	}
+	if ps := q.Get("page_size"); ps != "" {
+		n, err := strconv.Atoi(ps)
+		if err != nil || n < 1 {
+			return lq, bad("page_size: %q is not a positive integer", ps)
+		}
+		lq.PageSize = min(n, MaxPageSize)
+	}
+	var err error
+	if lq.Token, err = parsePageToken(q.Get("page_token")); err != nil {
+		return lq, err
+	}
+	keys, values := q["tag_key"], q["tag_value"]
+	if len(values) > len(keys) {
+		return lq, bad("tag_value: %d values for %d tag_key", len(values), len(keys))
+	}
+	if len(keys) > 0 {
+		lq.Tags = map[string]string{}
+		for i, k := range keys {
+			v := ""
+			if i < len(values) {
+				v = values[i]
+			}
+			lq.Tags[k] = v
+		}
+	}
+	switch v := q.Get("view"); v {
+	case "":
+		lq.View = ViewMinimal
+	case ViewMinimal, ViewBasic, ViewFull:
+		lq.View = v
+	default:
+		return lq, bad("view: %q is none of MINIMAL, BASIC, FULL", v)
+	}
+	return lq, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchTags is the specification's tag filter: every key of the filter must
+// be a tag of the task, with the same value unless the filter's is empty.
+func MatchTags(filter, tags map[string]string) bool {
+	for k, v := range filter {
+		tv, ok := tags[k]
+		if !ok || (v != "" && tv != v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Page selects a page of anchors: those the query's filters keep, newest
+// first, after its token. It returns the page and whether more follow.
+func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) {
+	var kept []metav1.ObjectMeta
+	for _, m := range anchors {
+		if !IsAnchor(m) {
+			continue
+		}
+		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[AnnotationTaskName], q.NamePrefix) {
+			continue
+		}
+		if q.State != "" && MetaState(m) != q.State {
+			continue
+		}
+		if len(q.Tags) > 0 && !MatchTags(q.Tags, Tags(m)) {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	sort.Slice(kept, func(i, k int) bool { return newer(kept[i], kept[k]) })
+	start := 0
+	if q.Token != nil {
+		start = sort.Search(len(kept), func(i int) bool {
+			m := kept[i]
+			c := m.CreationTimestamp.Unix()
+			return c < q.Token.Created || (c == q.Token.Created && m.Name < q.Token.Name)
+		})
+	}
+	kept = kept[start:]
+	if len(kept) > q.PageSize {
+		return kept[:q.PageSize], true
+	}
+	return kept, false
+}
+
+func newer(a, b metav1.ObjectMeta) bool {
+	ca, cb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
+	if ca != cb {
+		return ca > cb
+	}
+	return a.Name > b.Name
+}
+
+// listChunk is how many anchors one LIST call returns.
+const listChunk = 1000
+
+func (s *Server) list(c echo.Context) error {
+	q, err := ParseListQuery(c.QueryParams())
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx := c.Request().Context()
+	caller := callerOf(c)
+	sel := taskmeta.LabelTask
+	if !caller.All {
+		sel += "," + LabelCreator + "=" + caller.Label
+	}
+	var anchors []metav1.ObjectMeta
+	opts := metav1.ListOptions{LabelSelector: sel, Limit: listChunk}
+	for {
+		var l *metav1.PartialObjectMetadataList
+		err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+			l, err = s.Metadata.Resource(configMapsResource).Namespace(s.Config.Namespace).List(ctx, opts)
+			return err
+		})
+		if err != nil {
+			return s.fail(c, err)
+		}
+		for i := range l.Items {
+			if caller.mayAccess(l.Items[i].ObjectMeta) {
+				anchors = append(anchors, l.Items[i].ObjectMeta)
+			}
+		}
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	page, more := Page(anchors, q)
+	resp := ListTasksResponse{Tasks: make([]Task, len(page))}
+	if q.View == ViewMinimal {
+		for i, m := range page {
+			resp.Tasks[i] = Task{ID: m.Name, State: MetaState(m)}
+		}
+	} else if err := s.views(ctx, page, q.View, resp.Tasks); err != nil {
+		return s.fail(c, err)
+	}
+	if more {
+		last := page[len(page)-1]
+		resp.NextPageToken = pageToken{Created: last.CreationTimestamp.Unix(), Name: last.Name}.String()
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// viewChunk is how many tasks of a page one set of LIST calls reads.
+const viewChunk = 256
+
+// views reads the page's tasks in a view: for each chunk of the page, three
+// LIST calls (the anchors, their jobs, their pods, selected by the task
+// label's values), whatever the namespace holds besides. A task deleted
+// meanwhile keeps its place with the state its metadata said.
+func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []Task) error {
+	for from := 0; from < len(page); from += viewChunk {
+		chunk := page[from:min(from+viewChunk, len(page))]
+		names := make([]string, len(chunk))
+		for i, m := range chunk {
+			names[i] = m.Name
+		}
+		req, err := labels.NewRequirement(taskmeta.LabelTask, selection.In, names)
+		if err != nil {
+			return err
+		}
+		sel := labels.NewSelector().Add(*req).String()
+		var cms *corev1.ConfigMapList
+		var cerr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			cerr = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+				cms, err = s.Client.CoreV1().ConfigMaps(s.Config.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+				return err
+			})
+		}()
+		jobs, pods, err := s.jobsAndPods(ctx, sel)
+		<-done
+		if err = errors.Join(err, cerr); err != nil {
+			return err
+		}
+		byName := map[string]*corev1.ConfigMap{}
+		for i := range cms.Items {
+			if IsAnchor(cms.Items[i].ObjectMeta) {
+				byName[cms.Items[i].Name] = &cms.Items[i]
+			}
+		}
+		jobsOf := map[string][]batchv1.Job{}
+		for _, j := range jobs {
+			jobsOf[j.Labels[taskmeta.LabelTask]] = append(jobsOf[j.Labels[taskmeta.LabelTask]], j)
+		}
+		podsOf := map[string][]corev1.Pod{}
+		for _, p := range pods {
+			podsOf[p.Labels[taskmeta.LabelTask]] = append(podsOf[p.Labels[taskmeta.LabelTask]], p)
+		}
+		// FULL reads each executor's log: a few tasks at a time.
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i, m := range chunk {
+			cm, ok := byName[m.Name]
+			if !ok {
+				out[from+i] = Task{ID: m.Name, State: MetaState(m)}
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				out[from+i] = s.build(ctx, cm, jobsOf[m.Name], podsOf[m.Name], view)
+			}()
+		}
+		wg.Wait()
+	}
+	return nil
+}
+
+func (s *Server) cancel(c echo.Context) error {
+	ref, err := url.PathUnescape(c.Param("ref"))
+	if err != nil {
+		ref = c.Param("ref")
+	}
+	id, ok := strings.CutSuffix(ref, ":cancel")
+	if !ok {
+		return c.JSON(http.StatusNotFound, ErrorBody{Error: "no such endpoint: POST " + c.Request().URL.Path})
+	}
+	cm, err := s.anchor(c, id)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if state := cm.Annotations[taskmeta.AnnotationState]; state != "" {
+		// Ended: nothing to cancel, nothing changes.
+		return c.JSON(http.StatusOK, struct{}{})
+	}
+	ctx := c.Request().Context()
+	if cm.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}}})
+		err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() error {
+			_, err := s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Patch(ctx, id, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+		if apierrors.IsNotFound(err) {
+			return c.JSON(http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("no task %q", id)})
+		}
+		if err != nil {
+			return s.fail(c, err)
+		}
+		s.Log.Infow("Task cancelled", "task", id, "by", callerOf(c).Subject)
+	}
+	s.post(ctx, "task.cancelled", "cancel-"+id, id)
+	return c.JSON(http.StatusOK, struct{}{})
+}
+
+// fail answers an error: 400 for a request that can never succeed, the
+// status of an HTTP error, 429 or 503 for what may pass later, 500 else.
+func (s *Server) fail(c echo.Context, err error) error {
+	var br *BadRequestError
+	var he *echo.HTTPError
+	code := http.StatusInternalServerError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &br):
+		code = http.StatusBadRequest
+	case errors.As(err, &he):
+		code, msg = he.Code, fmt.Sprint(he.Message)
+	case apierrors.IsTooManyRequests(err):
+		code = http.StatusTooManyRequests
+	case steps.IsTransient(err), errors.Is(err, context.DeadlineExceeded):
+		code = http.StatusServiceUnavailable
+	}
+	if code >= 500 {
+		s.Log.Errorw("Request failed", "path", c.Request().URL.Path, "error", err, "status", code)
+	}
+	return c.JSON(code, ErrorBody{Error: msg})
+}

@@ -1,0 +1,486 @@
+package tes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+// sink receives the CloudEvents the API posts.
+type sink struct {
+	mu     sync.Mutex
+	events []cloudevents.Event
+}
+
+func (s *sink) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ev, err := cloudevents.NewEventFromHTTPRequest(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.events = append(s.events, *ev)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+func (s *sink) got() []cloudevents.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]cloudevents.Event(nil), s.events...)
+}
+
+type apiTest struct {
+	token  string
+	t      *testing.T
+	url    string
+	client *fake.Clientset
+	sink   *sink
+}
+
+var (
+	metaListAll = metav1.ListOptions{}
+	metaGet     = metav1.GetOptions{}
+)
+
+func newAPITest(t *testing.T) *apiTest { return newAPITestWith(t, nil) }
+
+func newAPITestWith(t *testing.T, auth Authenticator) *apiTest {
+	t.Helper()
+	sk := &sink{}
+	hs := httptest.NewServer(sk.handler())
+	t.Cleanup(hs.Close)
+	ce, err := cloudevents.NewClientHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewSimpleClientset()
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = "tes"
+	s := &Server{
+		Client: client,
+		Events: ce,
+		Config: Config{Namespace: "tes", Sink: hs.URL, Steps: cfg,
+			Info: ServiceInfo{ID: "org.example.tes", Name: "TES", Organization: Organization{Name: "Example", URL: "https://example.org"}, Version: "1.0"}},
+		Auth: auth,
+		Log:  zap.NewNop().Sugar(),
+	}
+	api := httptest.NewServer(s.Echo())
+	t.Cleanup(api.Close)
+	return &apiTest{t: t, url: api.URL + BasePath, client: client, sink: sk}
+}
+
+func (a *apiTest) do(method, path, body string) (int, map[string]any) {
+	a.t.Helper()
+	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		a.t.Fatalf("%s %s: %d, body not a JSON object: %q", method, path, resp.StatusCode, b)
+	}
+	return resp.StatusCode, m
+}
+
+const helloTask = `{"name":"hello","description":"says hello","tags":{"project":"p1"},
+ "inputs":[{"path":"/data/in.txt","content":"hello"}],
+ "outputs":[{"path":"/data/out.txt","url":"s3://bucket/out.txt"}],
+ "executors":[{"image":"alpine","command":["cat","/data/in.txt"],"stdout":"/data/out.txt"}],
+ "resources":{"cpu_cores":1,"backend_parameters":{"VmSize":"big"}}}`
+
+func TestCreateWritesTheAnchorAndPostsTheSubmission(t *testing.T) {
+	a := newAPITest(t)
+	code, body := a.do(http.MethodPost, "/tasks", helloTask)
+	if code != http.StatusOK {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	id, _ := body["id"].(string)
+	if !regexp.MustCompile(`^task-[0-9a-f]{8}$`).MatchString(id) || len(body) != 1 {
+		t.Fatalf("answer %v: want only an id task-<8 hex>", body)
+	}
+	cm, err := a.client.CoreV1().ConfigMaps("tes").Get(context.Background(), id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels[taskmeta.LabelTask] != id || cm.Annotations[steps.AnnotationSubmittedBy] != steps.SubmittedByTESAPI ||
+		cm.Annotations[AnnotationTaskName] != "hello" || cm.Annotations[AnnotationTags] != `{"project":"p1"}` {
+		t.Errorf("anchor metadata %v %v", cm.Labels, cm.Annotations)
+	}
+	spec, err := taskspec.DecodeGzip(cm.BinaryData[taskspec.ConfigMapKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Executors[0].Spec.Template.Spec.Containers[0].Command; got[0] != "/bin/sh" || got[2] != "cat /data/in.txt > /data/out.txt" {
+		t.Errorf("command %q", got)
+	}
+	stored, ok := StoredTask(cm)
+	if !ok || stored.Name != "hello" || stored.Inputs[0].Content != "hello" {
+		t.Errorf("stored task %+v", stored)
+	}
+	if stored.Resources.BackendParameters != nil {
+		t.Errorf("an unsupported backend parameter was stored: %v", stored.Resources.BackendParameters)
+	}
+	evs := a.sink.got()
+	if len(evs) != 1 || evs[0].Type() != "task.submitted" {
+		t.Fatalf("events %v", evs)
+	}
+	var data map[string]string
+	_ = evs[0].DataAs(&data)
+	if data["task"] != id || data["namespace"] != "tes" {
+		t.Errorf("event data %v", data)
+	}
+}
+
+func TestCreateRefusesAndChangesNothing(t *testing.T) {
+	a := newAPITest(t)
+	code, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"alpine"}]}`)
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "executors[0].command") {
+		t.Fatalf("%d %v", code, body)
+	}
+	if l, _ := a.client.CoreV1().ConfigMaps("tes").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("a refused task wrote %d ConfigMaps", len(l.Items))
+	}
+	if len(a.sink.got()) != 0 {
+		t.Errorf("a refused task posted events")
+	}
+}
+
+func TestGetViews(t *testing.T) {
+	a := newAPITest(t)
+	_, body := a.do(http.MethodPost, "/tasks", helloTask)
+	id := body["id"].(string)
+
+	code, min := a.do(http.MethodGet, "/tasks/"+id, "")
+	if code != http.StatusOK || len(min) != 2 || min["id"] != id || min["state"] != steps.StateQueued {
+		t.Errorf("MINIMAL: %d %v", code, min)
+	}
+	_, basic := a.do(http.MethodGet, "/tasks/"+id+"?view=BASIC", "")
+	if basic["name"] != "hello" || basic["description"] != "says hello" {
+		t.Errorf("BASIC: %v", basic)
+	}
+	in := basic["inputs"].([]any)[0].(map[string]any)
+	if _, ok := in["content"]; ok {
+		t.Errorf("BASIC has the input's content: %v", in)
+	}
+	logs := basic["logs"].([]any)[0].(map[string]any)
+	if _, ok := logs["logs"].([]any); !ok {
+		t.Errorf("BASIC logs[0].logs is not a list: %v", logs)
+	}
+	if _, ok := logs["outputs"].([]any); !ok {
+		t.Errorf("BASIC logs[0].outputs is not a list: %v", logs)
+	}
+	_, full := a.do(http.MethodGet, "/tasks/"+id+"?view=FULL", "")
+	if full["inputs"].([]any)[0].(map[string]any)["content"] != "hello" {
+		t.Errorf("FULL lacks the input's content: %v", full["inputs"])
+	}
+	for _, path := range []string{"/tasks/task-ffffffff", "/tasks/Not_A_Name"} {
+		if code, body := a.do(http.MethodGet, path, ""); code != http.StatusNotFound || body["error"] == nil {
+			t.Errorf("GET %s: %d %v", path, code, body)
+		}
+	}
+	if code, _ := a.do(http.MethodGet, "/tasks/"+id+"?view=ALL", ""); code != http.StatusBadRequest {
+		t.Errorf("unknown view: %d", code)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	a := newAPITest(t)
+	_, body := a.do(http.MethodPost, "/tasks", helloTask)
+	id := body["id"].(string)
+	if code, body := a.do(http.MethodPost, "/tasks/"+id+":cancel", ""); code != http.StatusOK || len(body) != 0 {
+		t.Fatalf("cancel: %d %v", code, body)
+	}
+	cm, _ := a.client.CoreV1().ConfigMaps("tes").Get(context.Background(), id, metav1.GetOptions{})
+	if cm.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
+		t.Errorf("labels %v", cm.Labels)
+	}
+	evs := a.sink.got()
+	if len(evs) != 2 || evs[1].Type() != "task.cancelled" {
+		t.Errorf("events %v", evs)
+	}
+	// Ended: 200, nothing changes, no event.
+	cm.Annotations[taskmeta.AnnotationState] = steps.StateComplete
+	delete(cm.Labels, taskmeta.LabelStatus)
+	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := a.do(http.MethodPost, "/tasks/"+id+":cancel", ""); code != http.StatusOK {
+		t.Errorf("cancel of an ended task: %d", code)
+	}
+	cm, _ = a.client.CoreV1().ConfigMaps("tes").Get(context.Background(), id, metav1.GetOptions{})
+	if _, ok := cm.Labels[taskmeta.LabelStatus]; ok || len(a.sink.got()) != 2 {
+		t.Errorf("cancelling an ended task changed it: %v, %d events", cm.Labels, len(a.sink.got()))
+	}
+	if code, _ := a.do(http.MethodPost, "/tasks/task-ffffffff:cancel", ""); code != http.StatusNotFound {
+		t.Errorf("cancel of an unknown task: %d", code)
+	}
+	if code, _ := a.do(http.MethodPost, "/tasks/"+id+":stop", ""); code != http.StatusNotFound {
+		t.Errorf("unknown action: %d", code)
+	}
+}
+
+func TestServiceInfo(t *testing.T) {
+	a := newAPITest(t)
+	code, info := a.do(http.MethodGet, "/service-info", "")
+	typ, _ := info["type"].(map[string]any)
+	if code != http.StatusOK || typ["group"] != "org.ga4gh" || typ["artifact"] != "tes" || typ["version"] != "1.1.0" {
+		t.Errorf("%d %v", code, info)
+	}
+	if _, ok := info["tesResources_backend_parameters"].([]any); !ok {
+		t.Errorf("tesResources_backend_parameters is not a list: %v", info)
+	}
+}
+
+func meta(name string, created int64, ann map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Labels: map[string]string{taskmeta.LabelTask: name},
+		CreationTimestamp: metav1.NewTime(time.Unix(created, 0)), Annotations: ann}
+}
+
+func TestPageNewestFirstWithoutDuplicatesOrGaps(t *testing.T) {
+	var all []metav1.ObjectMeta
+	for i := 0; i < 300; i++ {
+		// Several tasks per second: the name breaks ties.
+		all = append(all, meta(fmt.Sprintf("task-%08x", i), int64(1000+i/7), nil))
+	}
+	seen := map[string]bool{}
+	var order []string
+	q := ListQuery{PageSize: 64}
+	for pages := 0; ; pages++ {
+		page, more := Page(all, q)
+		for _, m := range page {
+			if seen[m.Name] {
+				t.Fatalf("%s twice", m.Name)
+			}
+			seen[m.Name] = true
+			order = append(order, m.Name)
+		}
+		if !more {
+			break
+		}
+		last := page[len(page)-1]
+		tok, err := parsePageToken(pageToken{Created: last.CreationTimestamp.Unix(), Name: last.Name}.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Token = tok
+		// A task created meanwhile is newer: it does not move the pages.
+		all = append(all, meta(fmt.Sprintf("task-new%04d", pages), 5000, nil))
+	}
+	if len(order) != 300 || order[0] != "task-0000012b" || order[299] != "task-00000000" {
+		t.Errorf("%d tasks, first %s, last %s", len(order), order[0], order[len(order)-1])
+	}
+}
+
+func TestListFilters(t *testing.T) {
+	all := []metav1.ObjectMeta{
+		meta("task-00000001", 1, map[string]string{AnnotationTaskName: "align-1", AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
+		meta("task-00000002", 2, map[string]string{AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: steps.StateComplete}),
+		meta("task-00000003", 3, map[string]string{AnnotationTaskName: "call-1", AnnotationTags: `{"foo":""}`}),
+		meta("task-00000004", 4, map[string]string{AnnotationTaskName: "call-2"}),
+		{Name: "other", Labels: map[string]string{"app": "x"}},
+	}
+	cases := []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"task-00000004", "task-00000003", "task-00000002", "task-00000001"}},
+		{"name_prefix=align", []string{"task-00000002", "task-00000001"}},
+		{"state=COMPLETE", []string{"task-00000002"}},
+		{"state=QUEUED", []string{"task-00000004", "task-00000003", "task-00000001"}},
+		{"tag_key=foo&tag_value=bar", []string{"task-00000001"}},
+		{"tag_key=foo", []string{"task-00000003", "task-00000002", "task-00000001"}},
+		{"tag_key=foo&tag_value=bar&tag_key=baz&tag_value=bat", []string{"task-00000001"}},
+		{"tag_key=foo&tag_value=bat&tag_key=baz", []string{}},
+		{"tag_key=missing", []string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			v, _ := url.ParseQuery(c.query)
+			q, err := ParseListQuery(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, more := Page(all, q)
+			got := []string{}
+			for _, m := range page {
+				got = append(got, m.Name)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) || more {
+				t.Errorf("got %v (more %v), want %v", got, more, c.want)
+			}
+		})
+	}
+}
+
+func TestListQueryErrors(t *testing.T) {
+	for q, want := range map[string]string{
+		"page_size=0":    "page_size",
+		"page_size=x":    "page_size",
+		"state=DONE":     "state",
+		"page_token=%%%": "page_token",
+		"page_token=abc": "page_token",
+		"view=SOME":      "view",
+		"tag_value=a":    "tag_value",
+	} {
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			v = url.Values{"page_token": {"%%%"}}
+		}
+		if _, err := ParseListQuery(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %s", q, err, want)
+		}
+	}
+	v, _ := url.ParseQuery("page_size=100000")
+	if q, err := ParseListQuery(v); err != nil || q.PageSize != MaxPageSize {
+		t.Errorf("page_size above the maximum: %v %v", q.PageSize, err)
+	}
+}
+
+func TestMetaState(t *testing.T) {
+	cases := []struct {
+		ann    map[string]string
+		labels map[string]string
+		want   string
+	}{
+		{nil, nil, steps.StateQueued},
+		{map[string]string{taskmeta.AnnotationProgress: `{"parts":["pvc","inputs-filer","ex-00"],"started":["pvc","inputs-filer"]}`}, nil, steps.StateInitializing},
+		{map[string]string{taskmeta.AnnotationProgress: `{"parts":["ex-00"],"started":["ex-00"]}`}, nil, steps.StateRunning},
+		{nil, map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}, steps.StateCanceling},
+		{map[string]string{taskmeta.AnnotationState: steps.StateCanceled}, map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}, steps.StateCanceled},
+	}
+	for i, c := range cases {
+		m := meta("task-1", 1, c.ann)
+		for k, v := range c.labels {
+			m.Labels[k] = v
+		}
+		if got := MetaState(m); got != c.want {
+			t.Errorf("case %d: %s, want %s", i, got, c.want)
+		}
+	}
+}
+
+func TestLabelSafe(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range []string{"alice", "alice@example.org", "Alice@Example.org", "https://issuer/|123", "@@@", strings.Repeat("x", 80)} {
+		l := LabelSafe(s)
+		if !labelValueRE.MatchString(l) || len(l) > 63 {
+			t.Errorf("%q: %q is not a label value", s, l)
+		}
+		if o, ok := seen[l]; ok {
+			t.Errorf("%q and %q share %q", s, o, l)
+		}
+		seen[l] = s
+	}
+	if LabelSafe("alice") != "alice" {
+		t.Errorf("a valid label value is not kept")
+	}
+}
+
+func FuzzParseListQuery(f *testing.F) {
+	for _, s := range []string{"", "page_size=10&page_token=" + (pageToken{Created: 5, Name: "task-1"}).String(), "tag_key=a&tag_value=b&tag_key=c", "state=RUNNING&view=FULL", "page_token=%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := ParseListQuery(v)
+		if err != nil {
+			if _, ok := err.(*BadRequestError); !ok {
+				t.Fatalf("error %T is not a bad request", err)
+			}
+			return
+		}
+		if q.PageSize < 1 || q.PageSize > MaxPageSize {
+			t.Fatalf("page size %d", q.PageSize)
+		}
+		if q.Token != nil && q.Token.Name == "" {
+			t.Fatalf("a token without a position")
+		}
+	})
+}
+
+// The task log from the jobs and pods: an executor that ended is logged with
+// its exit code and times, one still running is not (the specification
+// requires an exit code); FULL adds its log's tail as stdout.
+func TestTaskLogFromJobsAndPods(t *testing.T) {
+	a := newAPITest(t)
+	_, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"a","command":["x"]},{"image":"b","command":["y"]}]}`)
+	id := body["id"].(string)
+	ctx := context.Background()
+	cm, _ := a.client.CoreV1().ConfigMaps("tes").Get(ctx, id, metaGet)
+	prog := steps.Progress{Parts: []string{"ex-00", "ex-01"}, Started: []string{"ex-00", "ex-01"}, Done: []string{"ex-00"}}
+	cm.Annotations[taskmeta.AnnotationProgress] = prog.String()
+	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start, end := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(1060, 0))
+	for i, done := range []bool{true, false} {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-ex-%02d", id, i), Namespace: "tes",
+			Labels: map[string]string{taskmeta.LabelTask: id}, OwnerReferences: []metav1.OwnerReference{{UID: cm.UID, Kind: "ConfigMap", Name: id}}}}
+		job.Status.StartTime = &start
+		cs := corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}}
+		if done {
+			job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+			job.Status.Succeeded = 1
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: start, FinishedAt: end}}
+		}
+		if _, err := a.client.BatchV1().Jobs("tes").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-abcde", Namespace: "tes",
+			Labels: map[string]string{taskmeta.LabelTask: id, batchv1.JobNameLabel: job.Name}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs}}}
+		if _, err := a.client.CoreV1().Pods("tes").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, basic := a.do(http.MethodGet, "/tasks/"+id+"?view=BASIC", "")
+	if basic["state"] != steps.StateRunning {
+		t.Errorf("state %v", basic["state"])
+	}
+	logs := basic["logs"].([]any)[0].(map[string]any)["logs"].([]any)
+	if len(logs) != 1 {
+		t.Fatalf("executor logs %v: want only the one that ended", logs)
+	}
+	l := logs[0].(map[string]any)
+	if l["exit_code"] != 0.0 || l["start_time"] != "1970-01-01T00:16:40Z" || l["end_time"] != "1970-01-01T00:17:40Z" || l["stdout"] != nil {
+		t.Errorf("BASIC executor log %v", l)
+	}
+	_, full := a.do(http.MethodGet, "/tasks/"+id+"?view=FULL", "")
+	l = full["logs"].([]any)[0].(map[string]any)["logs"].([]any)[0].(map[string]any)
+	if l["stdout"] != "fake logs" { // what the fake clientset answers for a pod's log
+		t.Errorf("FULL stdout %q", l["stdout"])
+	}
+}

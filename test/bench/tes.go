@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+)
+
+// apiCounter counts the API requests of the TES API and the bytes it reads.
+type apiCounter struct {
+	next            http.RoundTripper
+	requests, bytes atomic.Int64
+}
+
+func (c *apiCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
+	resp, err := c.next.RoundTrip(r)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.bytes}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+var flagTESTasks = flag.Int("tes-namespace-tasks", 10000, "tasks in the namespace of the TES API's list benchmark")
+
+// benchTES measures the TES API: create, get and list latency, and a page of
+// 256 tasks in a namespace of many (latency, API requests, bytes read).
+func benchTES(ctx context.Context, c *cluster.Cluster) error {
+	ns := "bench-tes"
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := devstack.ApplyTESRBAC(ctx, c, filepath.Join("config", "knative", "tes-rbac.yaml"), ns); err != nil {
+		return err
+	}
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ns, devstack.TESRole)
+	if err != nil {
+		return err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = 500, 1000
+	counter := &apiCounter{}
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = ns
+	srv := &tes.Server{Client: client, Metadata: md, Log: zap.NewNop().Sugar(),
+		Config: tes.Config{Namespace: ns, Steps: cfg, Info: tes.ServiceInfo{ID: "bench", Name: "bench", Version: "1"}}}
+	hs := httptest.NewServer(srv.Echo())
+	defer hs.Close()
+	api := hs.URL + tes.BasePath
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+
+	type figure struct {
+		ds              []time.Duration
+		requests, bytes []int64
+	}
+	measure := func(f *figure, do func() error) error {
+		r0, b0 := counter.requests.Load(), counter.bytes.Load()
+		start := time.Now()
+		if err := do(); err != nil {
+			return err
+		}
+		f.ds = append(f.ds, time.Since(start))
+		f.requests = append(f.requests, counter.requests.Load()-r0)
+		f.bytes = append(f.bytes, (counter.bytes.Load()-b0)>>10)
+		return nil
+	}
+	call := func(method, url string, body []byte, out any) error {
+		req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, b)
+		}
+		if out != nil {
+			return json.Unmarshal(b, out)
+		}
+		return nil
+	}
+	task, _ := json.Marshal(map[string]any{
+		"name": "bench", "tags": map[string]string{"k": "v"},
+		"inputs":    []any{map[string]any{"path": "/data/in.txt", "content": "hello"}},
+		"outputs":   []any{map[string]any{"path": "/data/out.txt", "url": "s3://b/out.txt"}},
+		"executors": []any{map[string]any{"image": "alpine", "command": []string{"cat", "/data/in.txt"}, "stdout": "/data/out.txt"}},
+	})
+
+	const n = 300
+	fmt.Printf("== TES API: %d tasks created one after another, each read; no handler runs\n", n)
+	var create, getMin, getFull figure
+	ids := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		var r tes.CreateTaskResponse
+		if err := measure(&create, func() error { return call(http.MethodPost, api+"/tasks", task, &r) }); err != nil {
+			return err
+		}
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		if err := measure(&getMin, func() error { return call(http.MethodGet, api+"/tasks/"+id, nil, nil) }); err != nil {
+			return err
+		}
+		if err := measure(&getFull, func() error { return call(http.MethodGet, api+"/tasks/"+id+"?view=FULL", nil, nil) }); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("  create:        %s  API requests %s\n", pct(create.ds), ipct(create.requests))
+	fmt.Printf("  get MINIMAL:   %s  API requests %s\n", pct(getMin.ds), ipct(getMin.requests))
+	fmt.Printf("  get FULL:      %s  API requests %s\n", pct(getFull.ds), ipct(getFull.requests))
+	var listMin figure
+	for i := 0; i < 50; i++ {
+		if err := measure(&listMin, func() error { return call(http.MethodGet, api+"/tasks?page_size=256", nil, nil) }); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("  list MINIMAL (256 of %d): %s  API requests %s\n", n, pct(listMin.ds), ipct(listMin.requests))
+
+	// A namespace of many tasks: anchors as the TES API writes them, created
+	// directly (faster than through the API; the same objects).
+	total := *flagTESTasks
+	begin := time.Now()
+	if err := createTESAnchors(ctx, c, ns, n, total); err != nil {
+		return err
+	}
+	fmt.Printf("\n== TES API: a page of 256 in a namespace of %d tasks (created in %.1fs)\n", total, time.Since(begin).Seconds())
+	for _, v := range []string{tes.ViewMinimal, tes.ViewBasic} {
+		var f figure
+		for i := 0; i < 7; i++ {
+			var r tes.ListTasksResponse
+			if err := measure(&f, func() error { return call(http.MethodGet, api+"/tasks?page_size=256&view="+v, nil, &r) }); err != nil {
+				return err
+			}
+			if len(r.Tasks) != 256 || r.NextPageToken == "" {
+				return fmt.Errorf("list %s: %d tasks, token %q", v, len(r.Tasks), r.NextPageToken)
+			}
+		}
+		fmt.Printf("  list %-7s: %s  API requests %s  KiB read %s\n", v, pct(f.ds), ipct(f.requests), ipct(f.bytes))
+	}
+	var filtered figure
+	for i := 0; i < 7; i++ {
+		if err := measure(&filtered, func() error {
+			return call(http.MethodGet, api+"/tasks?page_size=256&state=COMPLETE&tag_key=k&tag_value=v", nil, nil)
+		}); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("  list MINIMAL, state and tag filter: %s  API requests %s  KiB read %s\n\n", pct(filtered.ds), ipct(filtered.requests), ipct(filtered.bytes))
+	return nil
+}
+
+func createTESAnchors(ctx context.Context, c *cluster.Cluster, ns string, from, to int) error {
+	t := &tes.Task{Name: "bulk", Tags: tes.TagMap{"k": "v"},
+		Executors: []tes.Executor{{Image: "alpine", Command: []string{"true"}}}}
+	idx := make(chan int)
+	var first error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				id := fmt.Sprintf("task-b%07x", i)
+				raw, err := tes.Convert(t, id, tes.ConvertOptions{})
+				var cm *corev1.ConfigMap
+				if err == nil {
+					cm, err = tes.BuildAnchor(ns, id, t, raw, tes.Caller{})
+				}
+				if err == nil {
+					_, err = c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := from; i < to; i++ {
+		idx <- i
+	}
+	close(idx)
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,132 @@
+//go:build e2e
+
+package manifests
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// tesRules are the requests the TES API makes (tes/server.go), as
+// group/resource: verbs.
+var tesRules = map[string][]string{
+	"/configmaps": {"create", "get", "list", "patch"},
+	"batch/jobs":  {"list"},
+	"/pods":       {"list"},
+	"/pods/log":   {"get"},
+}
+
+// TestTESAPIManifests: the TES API's Role grants exactly the requests it
+// makes and is bound to the ServiceAccount its Service runs as; the Service
+// runs cmd/tes, is reachable from outside the cluster (unlike the handler),
+// takes the handler's settings and its own; the SinkBinding binds it to the
+// Broker.
+func TestTESAPIManifests(t *testing.T) {
+	objs := loadObjects(t)
+	if got := roleRules(t, find(t, objs, "Role", "tesk-tes")); !reflect.DeepEqual(got, tesRules) {
+		t.Errorf("Role tesk-tes grants\n  %v\nwant exactly\n  %v", got, tesRules)
+	}
+	find(t, objs, "ServiceAccount", "tesk-tes")
+	rb := find(t, objs, "RoleBinding", "tesk-tes")
+	ref, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
+	subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+	if ref != "tesk-tes" || len(subjects) != 1 || subjects[0].(map[string]any)["name"] != "tesk-tes" {
+		t.Errorf("RoleBinding tesk-tes: roleRef %s, subjects %v", ref, subjects)
+	}
+	svc := find(t, objs, "Service", "tesk-tes")
+	if sa, _, _ := unstructured.NestedString(svc.Object, "spec", "template", "spec", "serviceAccountName"); sa != "tesk-tes" {
+		t.Errorf("the TES API's Service runs as %q, want tesk-tes", sa)
+	}
+	if v := svc.GetLabels()["networking.knative.dev/visibility"]; v != "" {
+		t.Errorf("the TES API's Service is %s: it must be reachable from outside the cluster", v)
+	}
+	containers, _, _ := unstructured.NestedSlice(svc.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	if c["image"] != "ko://github.com/elixir-cloud-aai/tesk-knative/cmd/tes" {
+		t.Errorf("the TES API's image %v", c["image"])
+	}
+	var from []string
+	for _, e := range c["envFrom"].([]any) {
+		from = append(from, e.(map[string]any)["configMapRef"].(map[string]any)["name"].(string))
+	}
+	if !reflect.DeepEqual(from, []string{"tesk-handler-config", "tesk-tes-config"}) {
+		t.Errorf("the TES API's envFrom %v", from)
+	}
+	sb := find(t, objs, "SinkBinding", "tesk-tes")
+	subj, _, _ := unstructured.NestedStringMap(sb.Object, "spec", "subject")
+	sink, _, _ := unstructured.NestedStringMap(sb.Object, "spec", "sink", "ref")
+	if subj["kind"] != "Service" || subj["name"] != "tesk-tes" || sink["kind"] != "Broker" || sink["name"] != "default" {
+		t.Errorf("SinkBinding: subject %v, sink %v", subj, sink)
+	}
+}
+
+// tesNotConfigured are variables the TES API reads that its ConfigMap must
+// not set: Knative sets PORT, the SinkBinding K_SINK; in the cluster it uses
+// its ServiceAccount; POD_TIMEOUT and the rules of the state come from the
+// handler's ConfigMap.
+var tesNotConfigured = map[string]bool{"PORT": true, "KUBECONFIG": true, "K_SINK": true, "POD_TIMEOUT": true}
+
+// TestTESConfigMapHoldsEveryVariable: every variable cmd/tes/main.go reads is
+// in tesk-tes-config (or set otherwise), and the ConfigMap holds nothing else.
+func TestTESConfigMapHoldsEveryVariable(t *testing.T) {
+	objs := loadObjects(t)
+	data, _, _ := unstructured.NestedStringMap(find(t, objs, "ConfigMap", "tesk-tes-config").Object, "data")
+	read := tesVariablesRead(t)
+	for name := range read {
+		_, in := data[name]
+		switch {
+		case tesNotConfigured[name] && in:
+			t.Errorf("tesk-tes-config sets %s, which comes from elsewhere", name)
+		case !tesNotConfigured[name] && !in:
+			t.Errorf("the TES API reads %s, but tesk-tes-config does not list it", name)
+		}
+	}
+	for name := range data {
+		if !read[name] {
+			t.Errorf("tesk-tes-config sets %s, which the TES API does not read", name)
+		}
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]+$`)
+
+// tesVariablesRead lists the names passed to getenv and its wrappers (def,
+// parseBool) in cmd/tes/main.go.
+func tesVariablesRead(t *testing.T) map[string]bool {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "cmd", "tes", "main.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers := map[string]bool{"getenv": true, "def": true, "parseBool": true}
+	found := map[string]bool{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := call.Fun.(*ast.Ident); !ok || !readers[id.Name] {
+			return true
+		}
+		for _, a := range call.Args {
+			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if name, err := strconv.Unquote(lit.Value); err == nil && envName.MatchString(name) {
+					found[name] = true
+				}
+			}
+		}
+		return true
+	})
+	if len(found) < 15 {
+		t.Fatalf("found only %d variables read by the TES API (%v): the scan of the sources no longer works", len(found), found)
+	}
+	return found
+}

@@ -1,0 +1,137 @@
+//go:build e2e
+
+package readme
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+)
+
+// tesCurlCommands returns the README's shell commands that call the TES API
+// on localhost:8081, in their order.
+func tesCurlCommands(t *testing.T, readme string) []string {
+	t.Helper()
+	f, err := os.Open(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cmds []string
+	inSh := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```sh"):
+			inSh = true
+		case strings.HasPrefix(line, "```"):
+			inSh = false
+		case inSh && strings.HasPrefix(line, "curl ") && strings.Contains(line, "localhost:8081/ga4gh/"):
+			cmds = append(cmds, strings.TrimSpace(line))
+		}
+	}
+	return cmds
+}
+
+// TestREADMETESExamples runs the README's TES API examples against the TES
+// API and the handler as `make dev` runs them: <id> is the task the create
+// example made, <next_page_token> the token of the list before.
+func TestREADMETESExamples(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	cmds := tesCurlCommands(t, filepath.Join(root, "README.md"))
+	if len(cmds) < 6 {
+		t.Fatalf("found %d TES API examples in the README, want one per endpoint and paging: %q", len(cmds), cmds)
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop() }()
+	dir := t.TempDir()
+	for _, cmd := range []string{"handler", "tes"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), filepath.Join(root, "cmd", cmd)).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
+	}
+	port, tesPort := freePort(t), freePort(t)
+	logs, _ := os.Create(filepath.Join(dir, "logs"))
+	s, err := devstack.Start(ctx, c, devstack.Options{Root: root, Namespace: "default", Port: port,
+		Handler: filepath.Join(dir, "handler"), TES: filepath.Join(dir, "tes"), TESPort: tesPort, Stdout: logs, Stderr: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	addr := fmt.Sprintf("127.0.0.1:%d", tesPort)
+
+	id, token := "", ""
+	for i, cmd := range cmds {
+		run := strings.ReplaceAll(cmd, "localhost:8081", addr)
+		run = strings.ReplaceAll(run, "<id>", id)
+		run = strings.ReplaceAll(run, "<next_page_token>", token)
+		if strings.Contains(run, "<") && !strings.Contains(run, "-d @") {
+			t.Fatalf("README example %d has a placeholder this test does not fill: %s", i+1, cmd)
+		}
+		sh := exec.Command("bash", "-c", run)
+		sh.Dir = root
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("README example %d failed: %v\n%s\n%s", i+1, err, cmd, out)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(out, &body); err != nil {
+			t.Fatalf("README example %d: the answer is not a JSON object: %v\n%s\n%s", i+1, err, cmd, out)
+		}
+		if msg, ok := body["error"]; ok {
+			t.Fatalf("README example %d answered an error: %v\n%s", i+1, msg, cmd)
+		}
+		t.Logf("example %d: %s", i+1, out)
+		switch {
+		case strings.Contains(cmd, "-X POST") && strings.HasSuffix(strings.Fields(cmd)[4], "/tasks"):
+			id, _ = body["id"].(string)
+			waitTESComplete(t, "http://"+addr+"/ga4gh/tes/v1/tasks/"+id)
+		case strings.Contains(cmd, "view=FULL") && body["state"] != steps.StateComplete:
+			t.Errorf("the task is %v, want COMPLETE", body["state"])
+		case strings.Contains(cmd, "/tasks?"):
+			if _, ok := body["tasks"].([]any); !ok {
+				t.Errorf("README example %d: no list of tasks: %s", i+1, out)
+			}
+			token, _ = body["next_page_token"].(string)
+		}
+	}
+	if id == "" {
+		t.Fatal("no README example created a task")
+	}
+}
+
+func waitTESComplete(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	state := ""
+	for time.Now().Before(deadline) {
+		out, err := exec.Command("curl", "-sS", url).Output()
+		if err == nil {
+			var v struct {
+				State string `json:"state"`
+			}
+			_ = json.Unmarshal(out, &v)
+			if state = v.State; state == steps.StateComplete {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the README's TES task is %q after 90 s, want COMPLETE", state)
+}
