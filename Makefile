@@ -21,7 +21,7 @@ vet:
 # control plane's own tests, the end-to-end tests and the manifest checks
 # (the tests that need a cluster or servers carry the build tag e2e). It
 # builds (or reuses from the cache) everything it needs first.
-test: cluster-bins filer-deps vet
+test: cluster-bins node-deps filer-deps vet
 	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
@@ -43,14 +43,14 @@ e2e: cluster-bins
 # The handler on :8080 with the Role of config/knative, fed by the
 # ApiServerSource adapter, on the local cluster (started if it is not up), in
 # the foreground until interrupted.
-dev: cluster-bins build
+dev: cluster-bins build $(NODE_DEPS)
 	@$(GO) run ./test/cluster/cmd/cluster status >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
 	$(GO) run ./test/dev
 
 # The demo: the local cluster, the handler and the adapter, one example task
 # (examples/task.submitted.json) followed from submission to COMPLETE; the
 # cluster is stopped afterwards.
-demo: cluster-bins build
+demo: cluster-bins build $(NODE_DEPS)
 	@$(GO) run ./test/cluster/cmd/cluster status >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
 	@status=0; $(GO) run ./test/dev -demo || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
@@ -62,16 +62,33 @@ bench: cluster-bins build
 # The local control plane (test/cluster): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok and the ApiServerSource
 # adapter, built from the Go module proxy into
-# $XDG_CACHE_HOME (default ~/.cache)/tesk-knative/cluster/<key>, reused when present.
-.PHONY: cluster-bins cluster-up cluster-down cluster-status test-cluster
+# $XDG_CACHE_HOME (default ~/.cache)/tesk-knative/cluster/<key>, and the real
+# node's kubelet, containerd (with its runc shim and ctr), image registry and
+# volume provisioner into .../tesk-knative/node/<key>; reused when present.
+# node-deps installs runc, the CNI plugins, iptables and busybox-static from
+# Debian (root).
+.PHONY: cluster-bins node-deps cluster-up cluster-down cluster-status test-cluster
 CLUSTER_DIR ?= .cluster
+# NODE=real: cluster-up, dev and demo also start a real node (kubelet,
+# containerd and runc on this machine; root) and run the tasks there.
+NODE ?= kwok
+ifeq ($(NODE),real)
+CLUSTER_UP_FLAGS := -real
+NODE_DEPS := node-deps
+else ifneq ($(NODE),kwok)
+$(error NODE=$(NODE): use NODE=kwok (the default) or NODE=real)
+endif
 
 cluster-bins:
 	GO=$(GO) ./test/cluster/build.sh
+	GO=$(GO) ./test/cluster/build-node.sh
+
+node-deps:
+	./test/cluster/node-deps.sh
 
 # Starts the cluster in the background; admin kubeconfig in .cluster/kubeconfig.
-cluster-up: cluster-bins
-	$(GO) run ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR)
+cluster-up: cluster-bins $(NODE_DEPS)
+	$(GO) run ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR) $(CLUSTER_UP_FLAGS)
 
 # Stops every process cluster-up started and removes its state.
 cluster-down:

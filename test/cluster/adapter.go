@@ -188,8 +188,11 @@ func AdapterSourceConfig(opts AdapterOptions) (string, error) {
 	return string(b), err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort() (int, error) { return freePortOn("127.0.0.1") }
+
+// freePortOn returns a port that is free on host now.
+func freePortOn(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}

@@ -105,15 +105,21 @@ func isModuleRoot(dir string) bool {
 // in srcDir: the same value cachekey.sh prints, provided the go command that
 // runs the script is the toolchain this program was built with.
 func CacheKey(srcDir string) (string, error) {
+	return hashFiles(srcDir, keyFiles, servingPin+"\n")
+}
+
+// hashFiles hashes the files (relative to srcDir) in order, then extra and
+// the Go version, as the build scripts do with sha256sum.
+func hashFiles(srcDir string, files []string, extra string) (string, error) {
 	h := sha256.New()
-	for _, f := range keyFiles {
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(srcDir, f))
 		if err != nil {
 			return "", fmt.Errorf("cache key: %w", err)
 		}
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "%s\n%s\n", servingPin, runtime.Version())
+	fmt.Fprintf(h, "%s%s\n", extra, runtime.Version())
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 

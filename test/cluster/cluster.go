@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -64,7 +65,8 @@ type Options struct {
 	// Stop removes it either way.
 	Dir string
 
-	// Nodes is the number of fake nodes (default 1), named kwok-node-0, ...
+	// Nodes is the number of fake nodes, named kwok-node-0, ...: default 1,
+	// or none with RealNode.
 	Nodes int
 	// NodeCPU, NodeMemory and NodePods are each node's capacity
 	// (defaults "32", "256Gi", "1000").
@@ -81,6 +83,25 @@ type Options struct {
 	ControllerManagerFlags []string
 	SchedulerFlags         []string
 	KwokFlags              []string
+
+	// RealNode starts a real node beside the kwok nodes (RealNodeName): a
+	// kubelet with containerd and runc on this machine, its pods on a bridge
+	// of their own (RealNode.HostIP is this machine's address there), its
+	// volumes directories of this machine (the default storage class
+	// RealStorageClass), its images served by a registry of its own that
+	// mirrors every registry. It needs root and the binaries of
+	// build-node.sh (CheckRealNodeHost names what is missing).
+	RealNode bool
+	// NodeBinDir holds the node's binaries (default: NodeCacheDir()/bin).
+	NodeBinDir string
+	// NodeImages are loaded into the node's registry and containerd before
+	// the kubelet starts; BuildNodeImages, if set, is called to make more of
+	// them in the directory it is given.
+	NodeImages      []NodeImage
+	BuildNodeImages func(ctx context.Context, dir string) ([]NodeImage, error)
+	// SandboxImage is the pod sandbox (pause) image, one of the node's images
+	// (default DefaultSandboxImage).
+	SandboxImage string
 
 	// Detach starts the processes in their own sessions so that they outlive
 	// the calling program (cmd/cluster up). Without it they are killed when
@@ -118,6 +139,7 @@ type Cluster struct {
 	mu       sync.Mutex
 	adapters []*Adapter
 	watchers []context.CancelFunc
+	node     *RealNode // nil without a real node
 	stopped  bool
 	attached bool // made by Attach: the control plane belongs to another program
 }
@@ -136,7 +158,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	if opts.Nodes <= 0 {
+	switch {
+	case opts.Nodes < 0:
+		return nil, fmt.Errorf("Nodes %d: must not be negative", opts.Nodes)
+	case opts.Nodes == 0 && !opts.RealNode:
 		opts.Nodes = 1
 	}
 	if opts.NodeCPU == "" {
@@ -238,8 +263,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.applyFiles(ctx, filepath.Join(cacheDir, "kwok-crds")); err != nil {
 		return c, fmt.Errorf("install kwok CRDs: %w", err)
 	}
-	if err := c.applyEmbedded(ctx, "manifests/storageclass.yaml"); err != nil {
-		return c, fmt.Errorf("create storage class: %w", err)
+	if opts.Nodes > 0 {
+		if err := c.applyEmbedded(ctx, "manifests/storageclass.yaml"); err != nil {
+			return c, fmt.Errorf("create storage class: %w", err)
+		}
+		if opts.RealNode {
+			// The real node's storage class is the default.
+			if _, err := c.Client.StorageV1().StorageClasses().Patch(ctx, "kwok-volume", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}}`), metav1.PatchOptions{}); err != nil {
+				return c, fmt.Errorf("storage class kwok-volume: %w", err)
+			}
+		}
 	}
 	if err := c.createNodes(ctx, opts); err != nil {
 		return c, err
@@ -287,6 +321,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 	}
+	if opts.RealNode {
+		if err := c.startRealNode(ctx, opts); err != nil {
+			return c, err
+		}
+	}
 	logf("cluster ready in %s (state in %s)", time.Since(begin).Round(time.Millisecond), dir)
 	return c, nil
 }
@@ -330,9 +369,13 @@ func (c *Cluster) Stop() error {
 			ps = append(ps, p)
 		}
 	}
+	node := c.node
 	c.mu.Unlock()
 
 	err := stopAll(ps, 10*time.Second)
+	if e := stopRealNode(node); e != nil {
+		err = errors.Join(err, fmt.Errorf("real node: %w", e))
+	}
 	if e := stopAll(etcd, 10*time.Second); e != nil {
 		err = errors.Join(err, e)
 	}
@@ -398,22 +441,28 @@ func (c *Cluster) pki() pki { return pki{dir: filepath.Join(c.Dir, "pki")} }
 // writeAdminKubeconfig writes a self-contained admin kubeconfig.
 func (c *Cluster) writeAdminKubeconfig(path string) error {
 	k := c.pki()
-	ca, err := os.ReadFile(k.path("ca.crt"))
+	return c.writeKubeconfigFor(path, "admin", k.path("admin.crt"), k.path("admin.key"))
+}
+
+// writeKubeconfigFor writes a self-contained kubeconfig presenting the
+// client certificate crtPath/keyPath as user.
+func (c *Cluster) writeKubeconfigFor(path, user, crtPath, keyPath string) error {
+	ca, err := os.ReadFile(c.pki().path("ca.crt"))
 	if err != nil {
 		return err
 	}
-	crt, err := os.ReadFile(k.path("admin.crt"))
+	crt, err := os.ReadFile(crtPath)
 	if err != nil {
 		return err
 	}
-	key, err := os.ReadFile(k.path("admin.key"))
+	key, err := os.ReadFile(keyPath)
 	if err != nil {
 		return err
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["tesk-local"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: ca}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
-	cfg.Contexts["tesk-local"] = &clientcmdapi.Context{Cluster: "tesk-local", AuthInfo: "admin", Namespace: "default"}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
+	cfg.Contexts["tesk-local"] = &clientcmdapi.Context{Cluster: "tesk-local", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "tesk-local"
 	return clientcmd.WriteToFile(*cfg, path)
 }
@@ -646,7 +695,8 @@ func (c *Cluster) kwokArgs() []string {
 	k := c.pki()
 	args := []string{
 		"--kubeconfig=" + c.Kubeconfig,
-		"--manage-all-nodes=true",
+		// Only the fake nodes: the real node has a kubelet.
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-ip=127.0.0.1",
 		fmt.Sprintf("--node-port=%d", c.ports.Kubelet),
 		fmt.Sprintf("--server-address=127.0.0.1:%d", c.ports.Kubelet),

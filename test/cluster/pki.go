@@ -62,30 +62,7 @@ func writePKI(dir string) (pki, error) {
 		return p, err
 	}
 
-	issue := func(name string, serial int64, subject pkix.Name, usage []x509.ExtKeyUsage, ips []net.IP, dns []string) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      subject,
-			NotBefore:    now,
-			NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage:  usage,
-			IPAddresses:  ips,
-			DNSNames:     dns,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
-		if err != nil {
-			return err
-		}
-		if err := writeCert(p.path(name+".crt"), der); err != nil {
-			return err
-		}
-		return writeKey(p.path(name+".key"), key)
-	}
+	issue := p.issueWith(caCert, caKey, now)
 	loopback := []net.IP{net.ParseIP("127.0.0.1")}
 	if err := issue("apiserver", 2, pkix.Name{CommonName: "kube-apiserver"},
 		[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -117,6 +94,65 @@ func writePKI(dir string) (pki, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// issueWith returns a function that issues a certificate signed by the CA
+// and writes it as <name>.crt and <name>.key.
+func (p pki) issueWith(caCert *x509.Certificate, caKey crypto.Signer, now time.Time) func(name string, serial int64, subject pkix.Name, usage []x509.ExtKeyUsage, ips []net.IP, dns []string) error {
+	return func(name string, serial int64, subject pkix.Name, usage []x509.ExtKeyUsage, ips []net.IP, dns []string) error {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      subject,
+			NotBefore:    now,
+			NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			ExtKeyUsage:  usage,
+			IPAddresses:  ips,
+			DNSNames:     dns,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
+		if err != nil {
+			return err
+		}
+		if err := writeCert(p.path(name+".crt"), der); err != nil {
+			return err
+		}
+		return writeKey(p.path(name+".key"), key)
+	}
+}
+
+// issue issues a certificate signed by the CA written by writePKI.
+func (p pki) issue(name string, serial int64, subject pkix.Name, usage []x509.ExtKeyUsage, ips []net.IP, dns []string) error {
+	crtPEM, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(p.path("ca.key"))
+	if err != nil {
+		return err
+	}
+	cb, _ := pem.Decode(crtPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return fmt.Errorf("the CA in %s is not PEM", p.dir)
+	}
+	caCert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return err
+	}
+	caKey, ok := k.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("the CA key in %s cannot sign", p.dir)
+	}
+	return p.issueWith(caCert, caKey, time.Now().Add(-time.Hour))(name, serial, subject, usage, ips, dns)
 }
 
 func writeCert(path string, der []byte) error {

@@ -22,6 +22,8 @@ type State struct {
 	Server     string    `json:"server"`
 	Started    time.Time `json:"started"`
 	Processes  []Process `json:"processes"`
+	// Node is the real node, if the cluster has one.
+	Node *RealNode `json:"node,omitempty"`
 }
 
 // State describes the running cluster.
@@ -30,6 +32,7 @@ func (c *Cluster) State(kubeconfig string) State {
 	for _, p := range c.Processes() {
 		s.Processes = append(s.Processes, *p)
 	}
+	s.Node = c.RealNode()
 	return s
 }
 
@@ -85,8 +88,11 @@ func (s *State) Stop() error {
 			ps = append(ps, p)
 		}
 	}
-	err := errors.Join(stopAll(ps, 10*time.Second), stopAll(etcd, 10*time.Second))
-	if err != nil {
+	err := stopAll(ps, 10*time.Second)
+	if e := stopRealNode(s.Node); e != nil {
+		err = errors.Join(err, fmt.Errorf("real node: %w", e))
+	}
+	if err = errors.Join(err, stopAll(etcd, 10*time.Second)); err != nil {
 		return err
 	}
 	if s.Dir != "" && filepath.IsAbs(s.Dir) {
@@ -121,6 +127,7 @@ func Attach(s *State) (*Cluster, error) {
 		Server:     s.Server,
 		logf:       func(string, ...any) {},
 		attached:   true,
+		node:       s.Node,
 	}
 	if err := c.connect(); err != nil {
 		return nil, err

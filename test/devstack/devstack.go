@@ -26,6 +26,13 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
 
+// The filer image of the stack's handler (FILER_NAME:FILER_VERSION): on a
+// real node, the image cmd/cluster up builds from the checkout.
+const (
+	FilerName    = "tesk-filer"
+	FilerVersion = "dev"
+)
+
 // Options of a stack.
 type Options struct {
 	// Root is the repository (config/knative/rbac.yaml is read from it).
@@ -82,7 +89,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	}
 	s := &Stack{URL: fmt.Sprintf("http://127.0.0.1:%d", o.Port)}
 	h := exec.Command(o.Handler, "--kubeconfig", kubeconfig, "--namespace", o.Namespace, "--port", fmt.Sprint(o.Port))
-	h.Env = append(append(os.Environ(), "FILER_NAME=tesk-filer", "FILER_VERSION=dev"), o.Env...)
+	h.Env = append(append(os.Environ(), "FILER_NAME="+FilerName, "FILER_VERSION="+FilerVersion), o.Env...)
 	h.Stdout, h.Stderr = out, errw
 	h.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := h.Start(); err != nil {

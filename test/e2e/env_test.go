@@ -53,6 +53,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "stop cluster:", err)
 		code = 1
 	}
+	if err := stopRealNodeCluster(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop the real node's cluster:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -75,6 +79,7 @@ var nsCounter atomic.Int64
 // config/knative and the ApiServerSource adapter feeding it.
 type env struct {
 	t       *testing.T
+	c       *cluster.Cluster // shared, or the real node's cluster
 	ns      string
 	url     string // the handler
 	srv     *server.Server
@@ -83,6 +88,8 @@ type env struct {
 }
 
 type envOptions struct {
+	// cluster is the cluster of the test (default: shared).
+	cluster *cluster.Cluster
 	// config changes the handler's configuration.
 	config func(*steps.Config)
 	// role changes the handler's Role before it is applied.
@@ -97,19 +104,23 @@ type envOptions struct {
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
+	c := o.cluster
+	if c == nil {
+		c = shared
+	}
 	name := fmt.Sprintf("e%d-%s", nsCounter.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
 	if len(name) > 50 {
 		name = strings.TrimRight(name[:50], "-")
 	}
-	_, err := shared.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = shared.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	applyRole(t, name, o.role)
-	kubeconfig, err := shared.ServiceAccountKubeconfig(ctx, name, HandlerServiceAccount)
+	applyRole(t, c, name, o.role)
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, name, HandlerServiceAccount)
 	if err != nil {
 		t.Fatalf("service account kubeconfig: %v", err)
 	}
@@ -132,7 +143,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	var h http.Handler = srv.Echo()
-	e := &env{t: t, ns: name, srv: srv}
+	e := &env{t: t, c: c, ns: name, srv: srv}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	e.url = hs.URL
@@ -143,7 +154,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			t.Cleanup(ss.Close)
 			sink = ss.URL
 		}
-		a, err := shared.StartAdapter(ctx, cluster.AdapterOptions{
+		a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
 			Name:      "tesk-events",
 			Namespace: name,
 			Sink:      sink,
@@ -164,10 +175,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 
 // applyRole applies the handler's ServiceAccount, Role and RoleBinding from
 // config/knative/rbac.yaml into the namespace.
-func applyRole(t *testing.T, ns string, change func(map[string]any)) {
+func applyRole(t *testing.T, c *cluster.Cluster, ns string, change func(map[string]any)) {
 	t.Helper()
 	path := filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml")
-	if err := devstack.ApplyRBAC(context.Background(), shared, path, ns, change); err != nil {
+	if err := devstack.ApplyRBAC(context.Background(), c, path, ns, change); err != nil {
 		t.Fatalf("apply the handler's RBAC: %v", err)
 	}
 }
@@ -272,7 +283,7 @@ func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 }
 
 func (e *env) describeJobs(task string) string {
-	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
+	jobs, err := e.c.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
 	if err != nil {
 		return err.Error()
 	}
@@ -284,7 +295,7 @@ func (e *env) describeJobs(task string) string {
 		}
 		b.WriteString(" ")
 	}
-	cm, err := shared.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), task, metav1.GetOptions{})
+	cm, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), task, metav1.GetOptions{})
 	if err == nil {
 		fmt.Fprintf(&b, "anchor: %v %v", cm.Labels, cm.Annotations)
 	}
@@ -292,11 +303,11 @@ func (e *env) describeJobs(task string) string {
 }
 
 func (e *env) job(name string) (*batchv1.Job, error) {
-	return shared.Client.BatchV1().Jobs(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	return e.c.Client.BatchV1().Jobs(e.ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
 func (e *env) jobNames(task string) []string {
-	jobs, err := shared.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
+	jobs, err := e.c.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -309,14 +320,14 @@ func (e *env) jobNames(task string) []string {
 
 // pvcGone reports whether the task's PVC is deleted or being deleted.
 func (e *env) pvcGone(task string) bool {
-	pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{})
+	pvc, err := e.c.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{})
 	return err != nil || pvc.DeletionTimestamp != nil
 }
 
 // setLogs makes the pods of a job return content as their log.
 func (e *env) setLogs(job, content string) {
 	e.t.Helper()
-	stop, err := shared.SetLogsForSelector(context.Background(), e.ns, batchv1.JobNameLabel+"="+job, content)
+	stop, err := e.c.SetLogsForSelector(context.Background(), e.ns, batchv1.JobNameLabel+"="+job, content)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -333,7 +344,7 @@ func (e *env) watchJobAdds() *jobAdds {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	w, err := shared.Dynamic.Resource(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}).Namespace(e.ns).Watch(ctx, metav1.ListOptions{})
+	w, err := e.c.Dynamic.Resource(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}).Namespace(e.ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

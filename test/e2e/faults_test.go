@@ -108,7 +108,7 @@ func (e *env) denyHandler(operations ...admissionv1.OperationType) {
 // handlerClient is a client with the handler's ServiceAccount token.
 func (e *env) handlerClient() kubernetes.Interface {
 	e.t.Helper()
-	kubeconfig, err := shared.ServiceAccountKubeconfig(context.Background(), e.ns, HandlerServiceAccount)
+	kubeconfig, err := e.c.ServiceAccountKubeconfig(context.Background(), e.ns, HandlerServiceAccount)
 	if err != nil {
 		e.t.Fatal(err)
 	}

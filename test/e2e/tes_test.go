@@ -49,10 +49,10 @@ func newTESAPI(t *testing.T, e *env, sink string) *tesAPI { return newTESAPIWith
 func newTESAPIWith(t *testing.T, e *env, sink string, auth tes.Authenticator) *tesAPI {
 	t.Helper()
 	ctx := context.Background()
-	if err := devstack.ApplyTESRBAC(ctx, shared, filepath.Join(repoRoot(t), "config", "knative", "tes-rbac.yaml"), e.ns); err != nil {
+	if err := devstack.ApplyTESRBAC(ctx, e.c, filepath.Join(repoRoot(t), "config", "knative", "tes-rbac.yaml"), e.ns); err != nil {
 		t.Fatalf("apply the TES API's RBAC: %v", err)
 	}
-	kubeconfig, err := shared.ServiceAccountKubeconfig(ctx, e.ns, devstack.TESRole)
+	kubeconfig, err := e.c.ServiceAccountKubeconfig(ctx, e.ns, devstack.TESRole)
 	if err != nil {
 		t.Fatal(err)
 	}

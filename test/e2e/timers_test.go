@@ -309,7 +309,7 @@ func TestKeepFailedPVC(t *testing.T) {
 }
 
 func (e *env) podsOf(job string) []corev1.Pod {
-	pods, err := shared.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	pods, err := e.c.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 	if err != nil {
 		e.t.Fatal(err)
 	}

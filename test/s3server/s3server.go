@@ -50,7 +50,11 @@ func ToolsDir() string {
 // Start starts versitygw ($VERSITYGW, else the one in ToolsDir) on a free
 // loopback port with an empty temporary root. The process dies with the
 // caller.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartOn("127.0.0.1") }
+
+// StartOn is Start on a free port of the address host (e.g. the real
+// node's HostIP, for pods to reach it).
+func StartOn(host string) (*Server, error) {
 	bin := os.Getenv("VERSITYGW")
 	if bin == "" {
 		bin = filepath.Join(ToolsDir(), "versitygw")
@@ -62,7 +66,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,14 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
+
+// nodeImages builds the real node's images from the checkout in the working
+// directory, the filer as the image that make dev's handler runs.
+func nodeImages(ctx context.Context, dir string) ([]cluster.NodeImage, error) {
+	return cluster.ProjectImages(".", devstack.FilerName+":"+devstack.FilerVersion)(ctx, dir)
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -56,7 +63,8 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: cluster up|down|status|adapter [flags]
-  up       start the local control plane in the background (-dir, -nodes, -cpu, -memory, -pods, -port)
+  up       start the local control plane in the background (-dir, -nodes, -cpu, -memory, -pods, -port,
+           -real: a real node too)
   down     stop it and remove its state (-dir)
   status   show its processes (-dir)
   adapter  run the ApiServerSource receive adapter against it until interrupted
@@ -70,7 +78,8 @@ func files(dir string) (state, kubeconfig string) {
 func up(args []string) error {
 	fl := flag.NewFlagSet("up", flag.ExitOnError)
 	dir := fl.String("dir", ".cluster", "directory for state.json and the admin kubeconfig")
-	nodes := fl.Int("nodes", 1, "number of fake nodes")
+	nodes := fl.Int("nodes", -1, "number of fake nodes (default 1, or 0 with -real)")
+	real := fl.Bool("real", false, "also start a real node: kubelet, containerd and runc on this machine (needs root and make cluster-bins)")
 	cpu := fl.String("cpu", "32", "CPU capacity of each node")
 	memory := fl.String("memory", "256Gi", "memory capacity of each node")
 	pods := fl.String("pods", "1000", "pod capacity of each node")
@@ -86,7 +95,13 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	begin := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{
+	if *nodes < 0 {
+		*nodes = 0
+		if !*real {
+			*nodes = 1
+		}
+	}
+	opts := cluster.Options{
 		Nodes:         *nodes,
 		NodeCPU:       *cpu,
 		NodeMemory:    *memory,
@@ -97,7 +112,12 @@ func up(args []string) error {
 		Logf: func(format string, a ...any) {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
 		},
-	})
+	}
+	if *real {
+		opts.RealNode = true
+		opts.BuildNodeImages = nodeImages
+	}
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -116,6 +136,9 @@ func up(args []string) error {
 		return errors.Join(fmt.Errorf("record cluster state: %w", err), stopErr)
 	}
 	fmt.Printf("cluster up in %.1fs: API server %s, %d node(s)\n", time.Since(begin).Seconds(), c.Server, len(c.Nodes))
+	if n := c.RealNode(); n != nil {
+		fmt.Printf("  real node %s: pods on %s; servers for pods listen on %s; images from %s\n", n.Name, n.Subnet, n.HostIP, n.Registry)
+	}
 	fmt.Printf("  export KUBECONFIG=%s\n", abs)
 	fmt.Printf("  state %s, component logs in %s\n", stateFile, filepath.Join(c.Dir, "logs"))
 	return nil
