@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"context"
 	"encoding/json"
 	"flag"
@@ -25,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -32,6 +35,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 )
 
 func main() {
@@ -76,6 +80,17 @@ func run() error {
 		opts.Stdout, opts.Stderr = f, f
 		fmt.Fprintf(os.Stderr, "dev: the handler's logs are in %s\n", logPath)
 	}
+	var store *s3server.Server
+	if n := c.RealNode(); n != nil {
+		// On the real node the filer really uploads: an S3 server where its
+		// pods reach it, with the bucket of the example and the filer's
+		// aws-secret.
+		if store, err = realNodeStore(ctx, c, n, *ns); err != nil {
+			return err
+		}
+		defer store.Stop()
+		fmt.Fprintf(os.Stderr, "dev: real node %s (pods on %s); S3 for the filer at %s (bucket %s, secret %s)\n", n.Name, n.Subnet, store.Endpoint, demoBucket, steps.AWSSecretName)
+	}
 	s, err := devstack.Start(ctx, c, opts)
 	if err != nil {
 		return err
@@ -89,7 +104,7 @@ func run() error {
 		if s.TESURL == "" {
 			return fmt.Errorf("the demo needs the TES API (-tes-port)")
 		}
-		return runDemo(ctx, c, s.TESURL+tes.BasePath, *ns)
+		return runDemo(ctx, c, s.TESURL+tes.BasePath, *ns, store)
 	}
 	fmt.Fprintln(os.Stderr, "dev: try the curl examples of the README; Ctrl-C stops")
 	<-ctx.Done()
@@ -98,7 +113,7 @@ func run() error {
 
 // runDemo submits the example TES task through the TES API and prints its
 // progress until it ends.
-func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string) error {
+func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3server.Server) error {
 	data, err := os.ReadFile("examples/tes-task.json")
 	if err != nil {
 		return err
@@ -143,9 +158,69 @@ func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string) error {
 			if v.State != steps.StateComplete {
 				return fmt.Errorf("the example task ended %s", v.State)
 			}
+			if store != nil {
+				return showRealOutput(ctx, c, ns, id, store)
+			}
 			return nil
 		}
 	}
+}
+
+// demoBucket is the bucket of examples/tes-task.json's output.
+const demoBucket = "tes-results"
+
+// realNodeStore starts an S3 server on the real node's bridge address with
+// the example's bucket, and gives the namespace the filer's aws-secret for it.
+func realNodeStore(ctx context.Context, c *cluster.Cluster, n *cluster.RealNode, ns string) (*s3server.Server, error) {
+	store, err := s3server.StartOn(n.HostIP)
+	if err != nil {
+		return nil, fmt.Errorf("S3 server for the real node: %w", err)
+	}
+	if err := store.CreateBucket(ctx, demoBucket); err != nil {
+		store.Stop()
+		return nil, err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: ns},
+		StringData: map[string]string{
+			"config":      fmt.Sprintf("[default]\nregion = us-east-1\nendpoint_url = %s\n", store.Endpoint),
+			"credentials": fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", store.AccessKey, store.Secret),
+		},
+	}
+	secrets := c.Client.CoreV1().Secrets(ns)
+	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		store.Stop()
+		return nil, fmt.Errorf("secret %s: %w", steps.AWSSecretName, err)
+	}
+	return store, nil
+}
+
+// showRealOutput prints what the real containers did: the second executor's
+// log, read from the kubelet, and the uploaded result with its checksum.
+func showRealOutput(ctx context.Context, c *cluster.Cluster, ns, task string, store *s3server.Server) error {
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + task + "-ex-01"})
+	if err != nil || len(pods.Items) == 0 {
+		return fmt.Errorf("the second executor's pod: %v", err)
+	}
+	log, err := c.Client.CoreV1().Pods(ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("the second executor's log: %w", err)
+	}
+	fmt.Printf("\n$ kubectl logs %s   # printed by the container on %s\n%s", pods.Items[0].Name, pods.Items[0].Spec.NodeName, log)
+	got, err := store.Get(ctx, demoBucket, "hello-tes/result.txt")
+	if err != nil {
+		return fmt.Errorf("the uploaded result: %w", err)
+	}
+	sum := sha256.Sum256([]byte(got))
+	fmt.Printf("\n$ aws s3 cp s3://%s/hello-tes/result.txt - | sha256sum   # uploaded by the outputs filer\n%x  -   (%q)\n", demoBucket, sum, got)
+	if got != "HELLO FROM TES\n" {
+		return fmt.Errorf("the uploaded result is %q, want %q", got, "HELLO FROM TES\n")
+	}
+	return nil
 }
 
 func getJSON(url string, v any) error {
