@@ -181,12 +181,17 @@ type hierarchies struct {
 }
 
 func cgroupHierarchies() (hierarchies, error) {
-	h := hierarchies{v1: map[string]string{}}
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return h, err
+		return hierarchies{}, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return parseCgroupMounts(string(b)), nil
+}
+
+// parseCgroupMounts reads the cgroup hierarchies from mountinfo.
+func parseCgroupMounts(mountinfo string) hierarchies {
+	h := hierarchies{v1: map[string]string{}}
+	for _, line := range strings.Split(mountinfo, "\n") {
 		// ... mountpoint ... - fstype source superoptions
 		pre, post, ok := strings.Cut(line, " - ")
 		if !ok {
@@ -212,7 +217,7 @@ func cgroupHierarchies() (hierarchies, error) {
 			}
 		}
 	}
-	return h, nil
+	return h
 }
 
 // dirs lists the distinct hierarchy mount points.
