@@ -479,12 +479,18 @@ func (c *Cluster) adminTLS(insecure bool) *tls.Config {
 }
 
 func (c *Cluster) start(opts Options, name, bin string, args []string) error {
+	return c.startIn(opts, name, filepath.Join(c.CacheDir, "bin"), os.Getenv("PATH"), bin, args)
+}
+
+// startIn starts binDir/bin as the component name with PATH path, its log
+// in logs/<name>.log.
+func (c *Cluster) startIn(opts Options, name, binDir, path, bin string, args []string) error {
 	env := []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + path,
 		"HOME=" + filepath.Join(c.Dir, "home"),
 		"TMPDIR=" + os.TempDir(),
 	}
-	p, err := startProcess(name, filepath.Join(c.CacheDir, "bin", bin), args, env,
+	p, err := startProcess(name, filepath.Join(binDir, bin), args, env,
 		filepath.Join(c.Dir, "logs", name+".log"), opts.Detach)
 	if err != nil {
 		return err

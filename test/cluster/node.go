@@ -392,22 +392,9 @@ func (c *Cluster) processLogTail(name string, lines int) string {
 }
 
 func (c *Cluster) startNodeProcess(opts Options, n *RealNode, name, bin string, args []string) error {
-	env := []string{
-		// containerd finds its shim on PATH; runc and the CNI plugins have
-		// absolute paths in its configuration.
-		"PATH=" + n.BinDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" + filepath.Join(c.Dir, "home"),
-		"TMPDIR=" + os.TempDir(),
-	}
-	p, err := startProcess(name, filepath.Join(n.BinDir, bin), args, env,
-		filepath.Join(c.Dir, "logs", name+".log"), opts.Detach)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.processes = append(c.processes, p)
-	c.mu.Unlock()
-	return nil
+	// containerd finds its shim on PATH; runc and the CNI plugins have
+	// absolute paths in its configuration.
+	return c.startIn(opts, name, n.BinDir, n.BinDir+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", bin, args)
 }
 
 // bridgeSubnets are the /24s the real node may use, 10.88.<i>.0/24: the first
