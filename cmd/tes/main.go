@@ -21,12 +21,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"knative.dev/pkg/logging"
 	"knative.dev/pkg/signals"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
@@ -162,12 +160,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	level := ""
-	if o.debug {
-		level = "debug"
-	}
-	zl, _ := logging.NewLogger(loggingConfig, level)
-	log := zl.Named("tes")
+	log := cmdutil.NewLogger("tes", o.debug)
 	defer func() { _ = log.Sync() }()
 
 	cfg, err := apiConfig(getenv)
@@ -193,7 +186,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := restConfig(o.kubeconfig)
+	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 200, Burst: 400, UserAgent: "tesk-knative-tes"})
 	if err != nil {
 		return err
 	}
@@ -236,35 +229,6 @@ func run(args []string, getenv func(string) string) error {
 	defer cancel()
 	return e.Shutdown(sctx)
 }
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
-	}
-	rc.QPS, rc.Burst = 200, 400
-	rc.Timeout = 30 * time.Second
-	rc.UserAgent = "tesk-knative-tes"
-	return rc, nil
-}
-
-const loggingConfig = `{
-  "level": "info",
-  "encoding": "json",
-  "outputPaths": ["stdout"],
-  "errorOutputPaths": ["stderr"],
-  "encoderConfig": {
-    "timeKey": "ts", "levelKey": "level", "nameKey": "logger", "callerKey": "caller",
-    "messageKey": "msg", "stacktraceKey": "stacktrace", "lineEnding": "",
-    "levelEncoder": "", "timeEncoder": "iso8601", "durationEncoder": "", "callerEncoder": ""
-  }
-}`
 
 // authenticator is the access control: none with --no-auth; else OIDC
 // bearer tokens, which need OIDC_ISSUER and OIDC_AUDIENCE.
