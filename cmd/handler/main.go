@@ -18,6 +18,7 @@ import (
 	"knative.dev/pkg/signals"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -26,6 +27,9 @@ import (
 // SIGTERM: as long as a step may take. Knative gives a revision's pods a
 // termination grace period of its timeoutSeconds (120 in config/knative).
 const shutdownGrace = server.StepTimeout + 5*time.Second
+
+// flushTimeout bounds the flush of metrics and traces at the end.
+const flushTimeout = 10 * time.Second
 
 func main() {
 	if err := run(os.Args[1:], os.Getenv); err != nil {
@@ -137,11 +141,20 @@ func run(args []string, getenv func(string) string) error {
 		}
 	}
 
+	// Metrics and traces as config-observability (K_OBSERVABILITY_CONFIG)
+	// asks; flushed on the way out.
+	tel, ocfg, err := telemetry.FromEnv(getenv, "tesk-knative-handler", cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	defer tel.Flush(log, flushTimeout)
+
 	// One replica takes several hundred events a second, each a few requests.
 	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 500, Burst: 1000, UserAgent: "tesk-knative-handler"})
 	if err != nil {
 		return err
 	}
+	telemetry.TraceAPI(rc, tel.Tracer)
 	srv, err := server.New(rc, cfg, log)
 	if err != nil {
 		return err
@@ -155,7 +168,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Ready", "port", o.port, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
+	log.Infow("Ready", "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
 		"filerImage", cfg.FilerImage(), "startup", time.Since(start).String())
 
 	select {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +26,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
@@ -186,10 +188,22 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	// Metrics and traces as K_OBSERVABILITY_CONFIG asks, flushed on the
+	// way out.
+	tel, _, err := telemetry.FromEnv(getenv, "tesk-knative-tes", cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	defer tel.Flush(log, 10*time.Second)
+	api, err := telemetry.NewAPI(tel.Meter, tel.Tracer)
+	if err != nil {
+		return err
+	}
 	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 200, Burst: 400, UserAgent: "tesk-knative-tes"})
 	if err != nil {
 		return err
 	}
+	telemetry.TraceAPI(rc, tel.Tracer)
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
@@ -198,9 +212,11 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log}
+	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api}
 	if cfg.Sink != "" {
-		if srv.Events, err = cloudevents.NewClientHTTP(); err != nil {
+		// Each event carries the trace context of the request that posts it.
+		rt := telemetry.EventTransport(http.DefaultTransport, tel.Tracer)
+		if srv.Events, err = cloudevents.NewClientHTTP(cehttp.WithRoundTripper(rt)); err != nil {
 			return err
 		}
 	} else {
