@@ -143,7 +143,7 @@ func run(args []string, getenv func(string) string) error {
 
 	// Metrics and traces as config-observability (K_OBSERVABILITY_CONFIG)
 	// asks; flushed on the way out.
-	tel, ocfg, err := telemetry.FromEnv(getenv, "tesk-knative-handler", cfg.Namespace)
+	tel, ocfg, err := telemetry.FromEnv(getenv("K_OBSERVABILITY_CONFIG"), "tesk-knative-handler", cfg.Namespace)
 	if err != nil {
 		return err
 	}

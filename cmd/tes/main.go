@@ -190,7 +190,7 @@ func run(args []string, getenv func(string) string) error {
 	}
 	// Metrics and traces as K_OBSERVABILITY_CONFIG asks, flushed on the
 	// way out.
-	tel, _, err := telemetry.FromEnv(getenv, "tesk-knative-tes", cfg.Namespace)
+	tel, _, err := telemetry.FromEnv(getenv("K_OBSERVABILITY_CONFIG"), "tesk-knative-tes", cfg.Namespace)
 	if err != nil {
 		return err
 	}

@@ -41,10 +41,10 @@ const EnvConfig = "K_OBSERVABILITY_CONFIG"
 // and 9091 are Knative's queue-proxy's.
 const DefaultPrometheusPort = "9092"
 
-// ConfigFromEnv reads the settings from K_OBSERVABILITY_CONFIG; without it,
-// nothing is exported. An invalid value is an error.
-func ConfigFromEnv(getenv func(string) string) (*observability.Config, error) {
-	v := strings.TrimSpace(getenv(EnvConfig))
+// ParseConfig reads the settings of K_OBSERVABILITY_CONFIG; empty, nothing
+// is exported. An invalid value is an error.
+func ParseConfig(v string) (*observability.Config, error) {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return observability.DefaultConfig(), nil
 	}
@@ -126,9 +126,9 @@ func Setup(ctx context.Context, cfg *observability.Config, service, namespace st
 	return &Providers{Meter: mp, Tracer: tp}, nil
 }
 
-// FromEnv is Setup with the settings of K_OBSERVABILITY_CONFIG.
-func FromEnv(getenv func(string) string, service, namespace string) (*Providers, *observability.Config, error) {
-	cfg, err := ConfigFromEnv(getenv)
+// FromEnv is Setup with the settings of K_OBSERVABILITY_CONFIG (its value).
+func FromEnv(value, service, namespace string) (*Providers, *observability.Config, error) {
+	cfg, err := ParseConfig(value)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,22 +11,13 @@ import (
 	"knative.dev/pkg/observability/tracing"
 )
 
-func env(v string) func(string) string {
-	return func(name string) string {
-		if name == EnvConfig {
-			return v
-		}
-		return ""
-	}
-}
-
-func TestConfigFromEnv(t *testing.T) {
-	cfg, err := ConfigFromEnv(env(""))
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig((""))
 	if err != nil || cfg.Metrics.Protocol != metrics.ProtocolNone || cfg.Tracing.Protocol != tracing.ProtocolNone {
 		t.Fatalf("unset: %+v %v, want none and none", cfg, err)
 	}
 	// The config-observability keys.
-	cfg, err = ConfigFromEnv(env(`{"metrics-protocol":"http/protobuf","metrics-endpoint":"http://127.0.0.1:4318/v1/metrics","metrics-export-interval":"5s","tracing-protocol":"grpc","tracing-endpoint":"http://127.0.0.1:4317","tracing-sampling-rate":"0.5"}`))
+	cfg, err = ParseConfig((`{"metrics-protocol":"http/protobuf","metrics-endpoint":"http://127.0.0.1:4318/v1/metrics","metrics-export-interval":"5s","tracing-protocol":"grpc","tracing-endpoint":"http://127.0.0.1:4317","tracing-sampling-rate":"0.5"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,16 +26,16 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatalf("flat keys: %+v", cfg)
 	}
 	// observability.Config's JSON, as Knative eventing passes it.
-	cfg, err = ConfigFromEnv(env(`{"tracing":{"protocol":"http/protobuf","endpoint":"http://h:4318/v1/traces","samplingRate":1}}`))
+	cfg, err = ParseConfig((`{"tracing":{"protocol":"http/protobuf","endpoint":"http://h:4318/v1/traces","samplingRate":1}}`))
 	if err != nil || cfg.Tracing.Endpoint != "http://h:4318/v1/traces" || cfg.Metrics.Protocol != metrics.ProtocolNone {
 		t.Fatalf("nested: %+v %v", cfg, err)
 	}
 	// Prometheus on 9092 unless told otherwise.
-	cfg, err = ConfigFromEnv(env(`{"metrics-protocol":"prometheus"}`))
+	cfg, err = ParseConfig((`{"metrics-protocol":"prometheus"}`))
 	if err != nil || cfg.Metrics.Endpoint != ":9092" {
 		t.Fatalf("prometheus: %+v %v, want :9092", cfg.Metrics, err)
 	}
-	cfg, err = ConfigFromEnv(env(`{"metrics-protocol":"prometheus","metrics-endpoint":"127.0.0.1:9200"}`))
+	cfg, err = ParseConfig((`{"metrics-protocol":"prometheus","metrics-endpoint":"127.0.0.1:9200"}`))
 	if err != nil || cfg.Metrics.Endpoint != "127.0.0.1:9200" {
 		t.Fatalf("prometheus with an endpoint: %+v %v", cfg.Metrics, err)
 	}
@@ -56,7 +47,7 @@ func TestConfigFromEnv(t *testing.T) {
 		`{"metrics":{"protocol":"none"},"extra":1}`,
 		`{"metrics-export-interval":5}`,
 	} {
-		if cfg, err := ConfigFromEnv(env(bad)); err == nil {
+		if cfg, err := ParseConfig((bad)); err == nil {
 			t.Errorf("%s: no error, got %+v", bad, cfg)
 		}
 	}
@@ -65,7 +56,7 @@ func TestConfigFromEnv(t *testing.T) {
 // Unconfigured, the providers are Knative's no-ops: nothing is recorded, no
 // exporter runs.
 func TestSetupUnconfigured(t *testing.T) {
-	cfg, _ := ConfigFromEnv(env(""))
+	cfg, _ := ParseConfig((""))
 	p, err := Setup(context.Background(), cfg, "test", "ns")
 	if err != nil {
 		t.Fatal(err)
