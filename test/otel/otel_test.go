@@ -165,7 +165,24 @@ const (
 	traceparent = "00-" + traceID + "-" + parentSpan + "-01"
 )
 
-func TestTaskTelemetryOverOTLP(t *testing.T) {
+// stack is the handler (and the TES API, if asked for) on the local
+// cluster, configured to push to rec.
+type stack struct {
+	*devstack.Stack
+	rec     *receiver
+	logPath string
+	stopped bool
+}
+
+func (s *stack) stop() {
+	if !s.stopped {
+		s.Stop() // SIGTERM: the processes flush what is pending
+		s.stopped = true
+	}
+}
+
+func startStack(t *testing.T, withTES bool) *stack {
+	t.Helper()
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_TRACES_SAMPLER", "OTEL_METRIC_EXPORT_INTERVAL"} {
 		t.Setenv(v, "")
 	}
@@ -178,38 +195,79 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 	}
 	otlp := &http.Server{Handler: rec, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = otlp.Serve(ln) }()
-	defer otlp.Close()
+	t.Cleanup(func() { _ = otlp.Close() })
 	base := "http://" + ln.Addr().String()
 
 	c, err := cluster.Start(ctx, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Stop() }()
-	bin := filepath.Join(t.TempDir(), "handler")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "handler")).CombinedOutput(); err != nil {
-		t.Fatalf("build the handler: %v\n%s", err, out)
+	t.Cleanup(func() { _ = c.Stop() })
+	dir := t.TempDir()
+	cmds := []string{"handler"}
+	if withTES {
+		cmds = append(cmds, "tes")
+	}
+	for _, cmd := range cmds {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), filepath.Join(root, "cmd", cmd)).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
 	}
 	// Metrics every hour: those that arrive come from the flush at SIGTERM.
 	cfg, _ := json.Marshal(map[string]string{
 		"metrics-protocol": "http/protobuf", "metrics-endpoint": base + "/v1/metrics", "metrics-export-interval": "1h",
 		"tracing-protocol": "http/protobuf", "tracing-endpoint": base + "/v1/traces", "tracing-sampling-rate": "1",
 	})
-	logPath := filepath.Join(t.TempDir(), "handler.log")
+	logPath := filepath.Join(dir, "stack.log")
 	logs, _ := os.Create(logPath)
-	port := freePort(t)
-	s, err := devstack.Start(ctx, c, devstack.Options{Root: root, Namespace: "otel", Port: port, Handler: bin,
-		Env: []string{"K_OBSERVABILITY_CONFIG=" + string(cfg)}, Stdout: logs, Stderr: logs})
+	o := devstack.Options{Root: root, Namespace: "otel", Port: freePort(t), Handler: filepath.Join(dir, "handler"),
+		Env: []string{"K_OBSERVABILITY_CONFIG=" + string(cfg)}, Stdout: logs, Stderr: logs}
+	if withTES {
+		o.TES, o.TESPort = filepath.Join(dir, "tes"), freePort(t)
+	}
+	ds, err := devstack.Start(ctx, c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			s.Stop()
+	s := &stack{Stack: ds, rec: rec, logPath: logPath}
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			t.Logf("logs:\n%s", out)
 		}
-	}()
+	})
+	return s
+}
 
+// noTaskAttribute checks that no attribute of any metric names task.
+func noTaskAttribute(t *testing.T, ms []*metricspb.Metric, task string) {
+	t.Helper()
+	for _, m := range ms {
+		var attrs [][]*commonpb.KeyValue
+		if m.GetSum() != nil {
+			for _, dp := range m.GetSum().DataPoints {
+				attrs = append(attrs, dp.Attributes)
+			}
+		}
+		if m.GetHistogram() != nil {
+			for _, dp := range m.GetHistogram().DataPoints {
+				attrs = append(attrs, dp.Attributes)
+			}
+		}
+		for _, kvs := range attrs {
+			for _, kv := range kvs {
+				if strings.Contains(kv.Value.String(), task) {
+					t.Errorf("%s: attribute %s names the task", m.Name, kv.Key)
+				}
+			}
+		}
+	}
+}
+
+func TestTaskTelemetryOverOTLP(t *testing.T) {
+	s := startStack(t, false)
+	rec := s.rec
 	req, _ := http.NewRequest(http.MethodPost, s.URL+"/", strings.NewReader(submitted))
 	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "otel-1", "Ce-Source": "test", "Ce-Type": "task.submitted",
 		"Content-Type": "application/json", "traceparent": traceparent} {
@@ -230,8 +288,7 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 	if len(metricsBefore) != 0 {
 		t.Fatalf("%d metrics before SIGTERM with an export interval of an hour", len(metricsBefore))
 	}
-	s.Stop() // SIGTERM: the handler flushes what is pending
-	stopped = true
+	s.stop()
 	spans, ms := rec.snapshot()
 	t.Logf("spans: %d before SIGTERM, %d after; metrics: %d after; posts %v", len(spansBefore), len(spans), len(ms), rec.posts)
 
@@ -288,30 +345,7 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 	if n := sum(ms, "tesk.tasks.ended", map[string]string{"tesk.task.state": steps.StateComplete}); n != 1 {
 		t.Errorf("tasks ended COMPLETE: %d, want 1", n)
 	}
-	for _, m := range ms {
-		var attrs [][]*commonpb.KeyValue
-		if m.GetSum() != nil {
-			for _, dp := range m.GetSum().DataPoints {
-				attrs = append(attrs, dp.Attributes)
-			}
-		}
-		if m.GetHistogram() != nil {
-			for _, dp := range m.GetHistogram().DataPoints {
-				attrs = append(attrs, dp.Attributes)
-			}
-		}
-		for _, kvs := range attrs {
-			for _, kv := range kvs {
-				if strings.Contains(kv.Value.String(), task) {
-					t.Errorf("%s: attribute %s names the task", m.Name, kv.Key)
-				}
-			}
-		}
-	}
-	if t.Failed() {
-		out, _ := os.ReadFile(logPath)
-		t.Logf("handler log:\n%s", out)
-	}
+	noTaskAttribute(t, ms, task)
 }
 
 func waitState(t *testing.T, url, want string, timeout time.Duration) {
@@ -331,4 +365,83 @@ func waitState(t *testing.T, url, want string, timeout time.Duration) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Fatalf("the task is %q after %s, want %s", state, timeout, want)
+}
+
+func spanID(sp *tracepb.Span) string   { return fmt.Sprintf("%x", sp.SpanId) }
+func parentID(sp *tracepb.Span) string { return fmt.Sprintf("%x", sp.ParentSpanId) }
+
+// A task created through the TES API is one trace: the API's request span
+// (a child of the caller's traceparent), its API request and the post of
+// task.submitted as its children, and the handler's submission step a
+// child of that post.
+func TestTESTraceGoesOnInTheHandler(t *testing.T) {
+	s := startStack(t, true)
+	req, _ := http.NewRequest(http.MethodPost, s.TESURL+"/ga4gh/tes/v1/tasks",
+		strings.NewReader(`{"name":"otel","executors":[{"image":"ubuntu:24.04","command":["true"]}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", traceparent)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ ID string }
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || created.ID == "" {
+		t.Fatalf("create: %d, id %q", resp.StatusCode, created.ID)
+	}
+	waitState(t, s.URL+"/tasks/otel/"+created.ID, steps.StateComplete, 90*time.Second)
+	s.stop()
+	spans, ms := s.rec.snapshot()
+
+	var api, post, submit *tracepb.Span
+	for _, sp := range spans {
+		switch {
+		case sp.Name == "POST /ga4gh/tes/v1/tasks":
+			api = sp
+		case sp.Name == "event POST":
+			post = sp
+		case sp.Name == "step submit" && str(sp.Attributes, "tesk.task") == created.ID:
+			submit = sp
+		}
+	}
+	if api == nil || post == nil || submit == nil {
+		t.Fatalf("spans of the API request %v, of the post %v, of the submission %v (of %d)", api != nil, post != nil, submit != nil, len(spans))
+	}
+	for _, sp := range []*tracepb.Span{api, post, submit} {
+		if fmt.Sprintf("%x", sp.TraceId) != traceID {
+			t.Errorf("span %q is in trace %x, want %s", sp.Name, sp.TraceId, traceID)
+		}
+	}
+	if parentID(api) != parentSpan || parentID(post) != spanID(api) || parentID(submit) != spanID(post) {
+		t.Errorf("parents: API request %s (want %s), post %s (want %s), submission %s (want %s)",
+			parentID(api), parentSpan, parentID(post), spanID(api), parentID(submit), spanID(post))
+	}
+	creates := 0
+	for _, sp := range spans {
+		if sp.Name == "k8s POST" && parentID(sp) == spanID(api) {
+			creates++
+		}
+	}
+	if creates != 1 {
+		t.Errorf("%d API requests k8s POST under the TES API's request, want the anchor's create", creates)
+	}
+	if n := sum(ms, "tesk.tes.tasks.created", nil); n != 1 {
+		t.Errorf("tasks created: %d, want 1", n)
+	}
+	for _, m := range ms {
+		if m.Name != "tesk.tes.requests" {
+			continue
+		}
+		found := false
+		for _, dp := range m.GetSum().DataPoints {
+			if str(dp.Attributes, "http.route") == "/ga4gh/tes/v1/tasks" && attr(dp.Attributes, "http.response.status_code").GetIntValue() == 200 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no count of POST /ga4gh/tes/v1/tasks answered 200")
+		}
+	}
+	noTaskAttribute(t, ms, created.ID)
 }
