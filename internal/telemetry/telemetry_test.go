@@ -2,7 +2,12 @@ package telemetry
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -106,5 +111,44 @@ func TestClientMetrics(t *testing.T) {
 	}
 	if len(got) != 2 || got["http.request.method=POST,http.response.status_code=201"] != 1 || got["error.type=no_response,http.request.method=GET"] != 1 {
 		t.Fatalf("requests: %v", got)
+	}
+}
+
+// metrics-protocol prometheus serves the metrics at /metrics on the
+// configured address.
+func TestPrometheus(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cfg, err := ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Setup(context.Background(), cfg, "test", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Shutdown(context.Background()) }()
+	s, err := NewSteps(p.Meter, p.Tracer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, st := s.StartStep(context.Background(), nil, nil, "sweep")
+	st.End(ctx, 200, false, nil)
+	var body []byte
+	for i := 0; i < 50; i++ {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), `tesk_events_total{cloudevents_event_type="other"`) {
+		t.Fatalf("no tesk_events_total at /metrics:\n%s", body)
 	}
 }

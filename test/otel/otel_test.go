@@ -429,19 +429,20 @@ func TestTESTraceGoesOnInTheHandler(t *testing.T) {
 	if n := sum(ms, "tesk.tes.tasks.created", nil); n != 1 {
 		t.Errorf("tasks created: %d, want 1", n)
 	}
+	found := false
 	for _, m := range ms {
 		if m.Name != "tesk.tes.requests" {
 			continue
 		}
-		found := false
 		for _, dp := range m.GetSum().DataPoints {
-			if str(dp.Attributes, "http.route") == "/ga4gh/tes/v1/tasks" && attr(dp.Attributes, "http.response.status_code").GetIntValue() == 200 {
+			if str(dp.Attributes, "http.route") == "/ga4gh/tes/v1/tasks" && str(dp.Attributes, "http.request.method") == "POST" &&
+				attr(dp.Attributes, "http.response.status_code").GetIntValue() == 200 && dp.GetAsInt() == 1 {
 				found = true
 			}
 		}
-		if !found {
-			t.Errorf("no count of POST /ga4gh/tes/v1/tasks answered 200")
-		}
+	}
+	if !found {
+		t.Errorf("tesk.tes.requests has no count of POST /ga4gh/tes/v1/tasks answered 200")
 	}
 	noTaskAttribute(t, ms, created.ID)
 }
