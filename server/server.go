@@ -166,7 +166,15 @@ func (s *Server) event(c echo.Context) error {
 		log = log.With("event", ev.ID(), "type", ev.Type(), "source", ev.Source())
 	}
 	res, ignored, err := s.take(ctx, log, ev, step, err)
-	if r, ok := res.(steps.Result); ok {
+	var taken []steps.Result
+	switch r := res.(type) {
+	case steps.Result:
+		taken = []steps.Result{r}
+		span.Ended(r.Ended)
+	case steps.SweepResult:
+		taken = r.Stepped
+	}
+	for _, r := range taken {
 		kinds := make([]string, len(r.Actions))
 		for i, a := range r.Actions {
 			kinds[i] = string(a.Kind)

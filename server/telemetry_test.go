@@ -14,8 +14,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
 const (
@@ -225,5 +229,52 @@ func TestStepMetrics(t *testing.T) {
 				t.Errorf("%s: attribute %s=%q names a task or an unbounded value", p.metric, kv.Key, v)
 			}
 		}
+	}
+}
+
+// A sweep's steps count as the steps of events do.
+func TestSweepMetrics(t *testing.T) {
+	s, rec := newObservedServer(t)
+	if res := post(t, s, "task.submitted", submitted, nil); res.Code != http.StatusOK {
+		t.Fatalf("%d %s", res.Code, res.Body)
+	}
+	ctx := context.Background()
+	cms := s.Runner.Client.CoreV1().ConfigMaps("tesk")
+	anchor, err := cms.Get(ctx, "task-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchor.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
+	if _, err = cms.Update(ctx, anchor, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The first sweep deletes the job, the second ends the task.
+	var bodies []string
+	for i := 0; i < 2; i++ {
+		// The sweep lists the anchors' metadata.
+		anchor, err := cms.Get(ctx, "task-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := metadatafake.NewTestScheme()
+		sc.AddKnownTypeWithName(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, &metav1.PartialObjectMetadata{})
+		sc.AddKnownTypeWithName(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMapList"}, &metav1.PartialObjectMetadataList{})
+		s.Metadata = metadatafake.NewSimpleMetadataClient(sc,
+			&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: anchor.ObjectMeta})
+		res := post(t, s, "dev.knative.sources.ping", `{}`, nil)
+		if res.Code != http.StatusOK {
+			t.Fatalf("sweep: %d %s", res.Code, res.Body)
+		}
+		bodies = append(bodies, res.Body.String())
+	}
+	points := collect(t, rec.metrics)
+	if n := value(points, telemetry.MetricActions, attribute.String(telemetry.AttrActionKind, "delete-job")); n != 1 {
+		t.Errorf("delete-job actions: %d, want 1 (sweeps: %s)", n, bodies)
+	}
+	if n := value(points, telemetry.MetricTasksEnded, attribute.String(telemetry.AttrState, "CANCELED")); n != 1 {
+		t.Errorf("tasks ended CANCELED: %d, want 1 (sweeps: %s)", n, bodies)
+	}
+	if n := value(points, telemetry.MetricEvents, attribute.String(telemetry.AttrEventType, "dev.knative.sources.ping"), attribute.String(telemetry.AttrOutcome, telemetry.OutcomeDone)); n != 2 {
+		t.Errorf("sweep events: %d, want 2", n)
 	}
 }

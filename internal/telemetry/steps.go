@@ -154,14 +154,22 @@ func (st *Step) Task(task string) {
 	}
 }
 
-// Actions counts the actions a step took, and the state a task ended in.
+// Actions counts the actions a step took on a task, and the state the task
+// ended in, if it did.
 func (st *Step) Actions(ctx context.Context, kinds []string, ended string) {
 	for _, k := range kinds {
 		st.s.actions.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrActionKind, k)))
 	}
 	if ended != "" {
 		st.s.ended.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrState, ended)))
-		st.span.SetAttributes(attribute.String(AttrState, ended))
+	}
+}
+
+// Ended records on the span of a one-task step the state it ended the task
+// in.
+func (st *Step) Ended(state string) {
+	if state != "" {
+		st.span.SetAttributes(attribute.String(AttrState, state))
 	}
 }
 
