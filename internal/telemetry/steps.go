@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"knative.dev/pkg/observability/tracing"
 )
 
@@ -43,8 +45,8 @@ const (
 
 // knownTypes are the event types the metrics name; any other is "other".
 var knownTypes = map[string]bool{
-	"task.submitted": true, "task.cancelled": true, "job.finished": true, "pod.stuck": true,
-	"dev.knative.sources.ping":              true,
+	events.TypeTaskSubmitted: true, events.TypeTaskCancelled: true, events.TypeJobFinished: true, events.TypePodStuck: true,
+	events.TypePing:                         true,
 	"dev.knative.apiserver.resource.add":    true,
 	"dev.knative.apiserver.resource.update": true,
 	"dev.knative.apiserver.resource.delete": true,
