@@ -346,6 +346,26 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 		t.Errorf("tasks ended COMPLETE: %d, want 1", n)
 	}
 	noTaskAttribute(t, ms, task)
+
+	// The submission's log lines carry its span's trace and span ids.
+	out, err := os.ReadFile(s.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		var line map[string]any
+		if json.Unmarshal([]byte(l), &line) != nil || line["event"] != "otel-1" {
+			continue
+		}
+		lines++
+		if line["trace_id"] != traceID || line["span_id"] != spanID(submit) {
+			t.Errorf("log line %q: trace_id %v span_id %v, want %s %s", line["msg"], line["trace_id"], line["span_id"], traceID, spanID(submit))
+		}
+	}
+	if lines == 0 {
+		t.Error("no log line of the submission")
+	}
 }
 
 func waitState(t *testing.T, url, want string, timeout time.Duration) {
