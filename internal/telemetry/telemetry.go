@@ -174,12 +174,15 @@ func Resource(service, namespace string) *resource.Resource {
 }
 
 // TraceAPI wraps the client configuration's transport so that each request
-// to the API server is a client span, a child of the span of the request's
-// context, and carries the trace context.
+// to the API server made within a span (a step's, a TES API request's) is a
+// client span, its child, and carries the trace context. Requests outside
+// any span (the Kubernetes Events recorded in the background) are not
+// traced.
 func TraceAPI(rc *rest.Config, tp trace.TracerProvider) {
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return otelhttp.NewTransport(rt,
 			otelhttp.WithTracerProvider(tp),
+			otelhttp.WithFilter(func(r *http.Request) bool { return trace.SpanContextFromContext(r.Context()).IsValid() }),
 			// client-go's own metrics count these requests.
 			otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "k8s " + r.Method }),

@@ -61,6 +61,13 @@ func TestAPIRequestChildSpans(t *testing.T) {
 	if h := <-got; h == "" || h[36:52] != req.SpanContext().SpanID().String() {
 		t.Fatalf("traceparent to the API server %q, want the request span %s", h, req.SpanContext().SpanID())
 	}
+	// Outside any span (Events recorded in the background): no span.
+	if _, err := client.CoreV1().ConfigMaps("ns").Get(context.Background(), "task-1", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != "" || len(rec.Ended()) != 2 {
+		t.Fatalf("a request outside any span: traceparent %q, %d spans, want none and 2", h, len(rec.Ended()))
+	}
 }
 
 // The TES API's requests are server spans named by route, children of
