@@ -6,10 +6,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +25,7 @@ import (
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
@@ -34,8 +40,29 @@ type Server struct {
 	Namespace string
 	Log       *zap.SugaredLogger
 
+	// Telemetry are the instruments and tracer of the steps (nil: from
+	// otel's global providers, on first use).
+	Telemetry *telemetry.Steps
+
 	draining atomic.Bool
 	events   k8sevents.EventBroadcaster
+	telOnce  sync.Once
+}
+
+// telemetry returns the steps' instruments.
+func (s *Server) telemetry() *telemetry.Steps {
+	s.telOnce.Do(func() {
+		if s.Telemetry != nil {
+			return
+		}
+		t, err := telemetry.NewSteps(otel.GetMeterProvider(), otel.GetTracerProvider())
+		if err != nil {
+			s.Log.Errorw("No metrics or traces of the steps", "error", err)
+			t, _ = telemetry.NewSteps(metricnoop.NewMeterProvider(), tracenoop.NewTracerProvider())
+		}
+		s.Telemetry = t
+	})
+	return s.Telemetry
 }
 
 // New builds the server for a namespace from a client configuration.
@@ -122,29 +149,69 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func (s *Server) event(c echo.Context) error {
 	req := c.Request()
 	ev, err := events.FromHTTP(req)
-	if err != nil {
-		return s.fail(c, s.Log, err)
+	var step events.Step
+	if err == nil {
+		step, err = events.Classify(ev, s.Namespace)
 	}
-	log := s.Log.With("event", ev.ID(), "type", ev.Type(), "source", ev.Source())
-	step, err := events.Classify(ev, s.Namespace)
+	kind := string(step.Kind)
 	if err != nil {
-		return s.fail(c, log, err)
+		kind = "invalid"
+	}
+	// The step's span, a child of the event's trace context; its ids are
+	// in each line the step logs.
+	ctx, span := s.telemetry().StartStep(req.Context(), req.Header, ev, kind)
+	span.Task(step.Task)
+	log := s.Log.With(telemetry.LogFields(ctx)...)
+	if ev != nil {
+		log = log.With("event", ev.ID(), "type", ev.Type(), "source", ev.Source())
+	}
+	res, ignored, err := s.take(ctx, log, ev, step, err)
+	var taken []steps.Result
+	switch r := res.(type) {
+	case steps.Result:
+		taken = []steps.Result{r}
+		span.Ended(r.Ended)
+	case steps.SweepResult:
+		taken = r.Stepped
+	}
+	for _, r := range taken {
+		kinds := make([]string, len(r.Actions))
+		for i, a := range r.Actions {
+			kinds[i] = string(a.Kind)
+		}
+		span.Actions(ctx, kinds, r.Ended)
+	}
+	if err != nil {
+		code := statusOf(err)
+		span.End(ctx, code, false, err)
+		if step.Task != "" {
+			log = log.With("task", step.Task)
+		}
+		return s.fail(c, log, err, code)
+	}
+	span.End(ctx, http.StatusOK, ignored, nil)
+	return s.ok(c, res)
+}
+
+// take takes the step of an event that decoded and classified (err nil).
+func (s *Server) take(ctx context.Context, log *zap.SugaredLogger, ev *cloudevents.Event, step events.Step, err error) (res any, ignored bool, _ error) {
+	if err != nil {
+		return nil, false, err
 	}
 	// A step, once started, finishes its writes even if the caller goes away
 	// (its own deadline bounds it): a step cut between its record and its
 	// create would wait for a redelivery. The steps name the task in their
 	// own lines; the server's lines here name it too.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), StepTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StepTimeout)
 	defer cancel()
 	ctx = logging.WithLogger(ctx, log)
 	if step.Task != "" {
 		log = log.With("task", step.Task)
 	}
-	var res any
 	switch step.Kind {
 	case events.KindIgnore:
 		log.Debugw("Ignored", "why", step.Why)
-		return s.ok(c, map[string]string{"ignored": step.Why})
+		return map[string]string{"ignored": step.Why}, true, nil
 	case events.KindSubmit:
 		res, err = s.Runner.Submit(ctx, step.Namespace, step.Task, step.Input, ev.ID())
 	case events.KindCancel:
@@ -160,16 +227,16 @@ func (s *Server) event(c echo.Context) error {
 		res, err = s.Runner.Reconcile(ctx, step.Namespace, step.Task, opts)
 		if errors.Is(err, steps.ErrUnknownTask) {
 			// A late event of a task that was deleted: nothing to do.
-			return s.ok(c, map[string]string{"ignored": "unknown task " + step.Task})
+			return map[string]string{"ignored": "unknown task " + step.Task}, true, nil
 		}
 	case events.KindSweep:
 		res, err = s.Runner.Sweep(ctx, step.Namespace, ev.ID(), s.Metadata)
 	}
 	if err != nil {
-		return s.fail(c, log, err)
+		return res, false, err
 	}
 	log.Debugw("Step done", "result", res)
-	return s.ok(c, res)
+	return res, false, nil
 }
 
 // ok answers a done step. A Knative dispatcher (a Trigger's delivery) asks
@@ -190,30 +257,32 @@ func (s *Server) view(c echo.Context) error {
 	}
 	v, err := s.Runner.View(c.Request().Context(), ns, task)
 	if err != nil {
-		return s.fail(c, s.Log.With("task", task), err)
+		return s.fail(c, s.Log.With("task", task), err, statusOf(err))
 	}
 	return c.JSON(http.StatusOK, v)
 }
 
-// fail answers an error: 400 for what can never succeed (no redelivery), 404
-// for an unknown task, 429 or 503 for what may pass later, 500 for the rest
-// (e.g. a role that lacks a permission: the event comes again once it is
-// fixed, or goes to the dead letter sink).
-func (s *Server) fail(c echo.Context, log *zap.SugaredLogger, err error) error {
-	var code int
+// statusOf is the answer to an error: 400 for what can never succeed (no
+// redelivery), 404 for an unknown task, 429 or 503 for what may pass later,
+// 500 for the rest (e.g. a role that lacks a permission: the event comes
+// again once it is fixed, or goes to the dead letter sink).
+func statusOf(err error) int {
 	var badInput *steps.BadInputError
 	switch {
 	case events.IsBad(err), errors.As(err, &badInput):
-		code = http.StatusBadRequest
+		return http.StatusBadRequest
 	case errors.Is(err, steps.ErrUnknownTask):
-		code = http.StatusNotFound
+		return http.StatusNotFound
 	case apierrors.IsTooManyRequests(err):
-		code = http.StatusTooManyRequests
+		return http.StatusTooManyRequests
 	case steps.IsTransient(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		code = http.StatusServiceUnavailable
-	default:
-		code = http.StatusInternalServerError
+		return http.StatusServiceUnavailable
 	}
+	return http.StatusInternalServerError
+}
+
+// fail answers an error with its status code.
+func (s *Server) fail(c echo.Context, log *zap.SugaredLogger, err error, code int) error {
 	if code >= 500 {
 		log.Errorw("Step failed; the event should come again", "error", err, "status", code)
 	} else {

@@ -82,6 +82,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if err != nil {
 			return finished, err
 		}
+		res.Ended = plan.Final.State
 		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
 		note := plan.Final.State
 		if plan.Final.Reason != "" {

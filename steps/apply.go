@@ -61,6 +61,9 @@ type Result struct {
 	State     string   `json:"state"`
 	Actions   []Action `json:"actions"`
 	Message   string   `json:"message,omitempty"`
+	// Ended is the final state the step wrote on the anchor, if it ended
+	// the task.
+	Ended string `json:"ended,omitempty"`
 }
 
 // ErrUnknownTask is returned for a task without an anchor.

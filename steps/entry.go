@@ -46,7 +46,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			return Result{Task: task, Namespace: ns}, err
 		case bad != nil:
 			r.log(ctx).Errorw("The task can never run; it ended", "task", task, "state", StateSystemError, "reason", bad.Error())
-			return Result{Task: task, Namespace: ns, State: StateSystemError, Actions: []Action{}, Message: bad.Error()}, &BadInputError{Err: bad}
+			return Result{Task: task, Namespace: ns, State: StateSystemError, Actions: []Action{}, Message: bad.Error(), Ended: StateSystemError}, &BadInputError{Err: bad}
 		default:
 			r.logWarnings(ctx, task, spec)
 		}

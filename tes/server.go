@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
@@ -94,6 +95,9 @@ type Server struct {
 	Auth     Authenticator
 	Log      *zap.SugaredLogger
 	Now      func() time.Time
+	// Telemetry, when set, makes each request a span and counts requests
+	// and created tasks.
+	Telemetry *telemetry.API
 }
 
 // ErrorBody is the JSON of every error answer.
@@ -130,6 +134,9 @@ func (s *Server) Echo() *echo.Echo {
 		if !c.Response().Committed {
 			_ = c.JSON(code, ErrorBody{Error: msg})
 		}
+	}
+	if s.Telemetry != nil {
+		e.Use(s.Telemetry.Middleware)
 	}
 	g := e.Group(BasePath, s.authenticate)
 	g.GET("/service-info", s.serviceInfo)
@@ -226,7 +233,8 @@ func (s *Server) create(c echo.Context) error {
 		}
 		break
 	}
-	s.Log.Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
+	s.Telemetry.TaskCreated(ctx)
+	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
 	s.post(ctx, "task.submitted", "submit-"+id, id)
 	return c.JSON(http.StatusOK, CreateTaskResponse{ID: id})
 }

@@ -15,12 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"knative.dev/pkg/logging"
 	"knative.dev/pkg/signals"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -29,6 +27,9 @@ import (
 // SIGTERM: as long as a step may take. Knative gives a revision's pods a
 // termination grace period of its timeoutSeconds (120 in config/knative).
 const shutdownGrace = server.StepTimeout + 5*time.Second
+
+// flushTimeout bounds the flush of metrics and traces at the end.
+const flushTimeout = 10 * time.Second
 
 func main() {
 	if err := run(os.Args[1:], os.Getenv); err != nil {
@@ -121,10 +122,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(o.debug)
-	if err != nil {
-		return err
-	}
+	log := cmdutil.NewLogger("handler", o.debug)
 	defer func() { _ = log.Sync() }()
 
 	cfg := steps.DefaultConfig()
@@ -143,10 +141,20 @@ func run(args []string, getenv func(string) string) error {
 		}
 	}
 
-	rc, err := restConfig(o.kubeconfig)
+	// Metrics and traces as config-observability (K_OBSERVABILITY_CONFIG)
+	// asks; flushed on the way out.
+	tel, ocfg, err := telemetry.FromEnv(getenv("K_OBSERVABILITY_CONFIG"), "tesk-knative-handler", cfg.Namespace)
 	if err != nil {
 		return err
 	}
+	defer tel.Flush(log, flushTimeout)
+
+	// One replica takes several hundred events a second, each a few requests.
+	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 500, Burst: 1000, UserAgent: "tesk-knative-handler"})
+	if err != nil {
+		return err
+	}
+	telemetry.TraceAPI(rc, tel.Tracer)
 	srv, err := server.New(rc, cfg, log)
 	if err != nil {
 		return err
@@ -160,7 +168,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Ready", "port", o.port, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
+	log.Infow("Ready", "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
 		"filerImage", cfg.FilerImage(), "startup", time.Since(start).String())
 
 	select {
@@ -182,45 +190,4 @@ func run(args []string, getenv func(string) string) error {
 	srv.Close()
 	log.Infow("Stopped")
 	return nil
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
-	}
-	// One replica takes several hundred events a second, each a few requests.
-	rc.QPS, rc.Burst = 500, 1000
-	rc.Timeout = 30 * time.Second
-	rc.UserAgent = "tesk-knative-handler"
-	return rc, nil
-}
-
-// loggingConfig is the zap configuration (as in Knative's config-logging):
-// JSON lines with an ISO 8601 time, no sampling.
-const loggingConfig = `{
-  "level": "info",
-  "encoding": "json",
-  "outputPaths": ["stdout"],
-  "errorOutputPaths": ["stderr"],
-  "encoderConfig": {
-    "timeKey": "ts", "levelKey": "level", "nameKey": "logger", "callerKey": "caller",
-    "messageKey": "msg", "stacktraceKey": "stacktrace", "lineEnding": "",
-    "levelEncoder": "", "timeEncoder": "iso8601", "durationEncoder": "", "callerEncoder": ""
-  }
-}`
-
-func newLogger(debug bool) (*zap.SugaredLogger, error) {
-	level := ""
-	if debug {
-		level = "debug"
-	}
-	log, _ := logging.NewLogger(loggingConfig, level)
-	return log.Named("handler"), nil
 }

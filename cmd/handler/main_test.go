@@ -157,3 +157,14 @@ current-context: c
 		t.Errorf("logs do not show the shutdown:\n%s", logs.String())
 	}
 }
+
+// A K_OBSERVABILITY_CONFIG that is not valid stops the handler at start.
+func TestInvalidObservabilityConfig(t *testing.T) {
+	for _, v := range []string{`{"metrics-protocol":"carrier-pigeon"}`, `{"tracing-protocol":"grpc"}`, `not json`} {
+		env := map[string]string{"K_OBSERVABILITY_CONFIG": v, "NAMESPACE": "tesk"}
+		err := run(nil, func(name string) string { return env[name] })
+		if err == nil || !strings.Contains(err.Error(), "K_OBSERVABILITY_CONFIG") {
+			t.Errorf("%s: %v, want an error naming K_OBSERVABILITY_CONFIG", v, err)
+		}
+	}
+}

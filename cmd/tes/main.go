@@ -17,16 +17,16 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"knative.dev/pkg/logging"
 	"knative.dev/pkg/signals"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
@@ -162,12 +162,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	level := ""
-	if o.debug {
-		level = "debug"
-	}
-	zl, _ := logging.NewLogger(loggingConfig, level)
-	log := zl.Named("tes")
+	log := cmdutil.NewLogger("tes", o.debug)
 	defer func() { _ = log.Sync() }()
 
 	cfg, err := apiConfig(getenv)
@@ -193,10 +188,22 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := restConfig(o.kubeconfig)
+	// Metrics and traces as K_OBSERVABILITY_CONFIG asks, flushed on the
+	// way out.
+	tel, _, err := telemetry.FromEnv(getenv("K_OBSERVABILITY_CONFIG"), "tesk-knative-tes", cfg.Namespace)
 	if err != nil {
 		return err
 	}
+	defer tel.Flush(log, 10*time.Second)
+	api, err := telemetry.NewAPI(tel.Meter, tel.Tracer)
+	if err != nil {
+		return err
+	}
+	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 200, Burst: 400, UserAgent: "tesk-knative-tes"})
+	if err != nil {
+		return err
+	}
+	telemetry.TraceAPI(rc, tel.Tracer)
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
@@ -205,9 +212,11 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log}
+	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api}
 	if cfg.Sink != "" {
-		if srv.Events, err = cloudevents.NewClientHTTP(); err != nil {
+		// Each event carries the trace context of the request that posts it.
+		rt := telemetry.EventTransport(http.DefaultTransport, tel.Tracer)
+		if srv.Events, err = cloudevents.NewClientHTTP(cehttp.WithRoundTripper(rt)); err != nil {
 			return err
 		}
 	} else {
@@ -236,35 +245,6 @@ func run(args []string, getenv func(string) string) error {
 	defer cancel()
 	return e.Shutdown(sctx)
 }
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
-	}
-	rc.QPS, rc.Burst = 200, 400
-	rc.Timeout = 30 * time.Second
-	rc.UserAgent = "tesk-knative-tes"
-	return rc, nil
-}
-
-const loggingConfig = `{
-  "level": "info",
-  "encoding": "json",
-  "outputPaths": ["stdout"],
-  "errorOutputPaths": ["stderr"],
-  "encoderConfig": {
-    "timeKey": "ts", "levelKey": "level", "nameKey": "logger", "callerKey": "caller",
-    "messageKey": "msg", "stacktraceKey": "stacktrace", "lineEnding": "",
-    "levelEncoder": "", "timeEncoder": "iso8601", "durationEncoder": "", "callerEncoder": ""
-  }
-}`
 
 // authenticator is the access control: none with --no-auth; else OIDC
 // bearer tokens, which need OIDC_ISSUER and OIDC_AUDIENCE.

@@ -1,0 +1,193 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"knative.dev/pkg/observability/tracing"
+)
+
+// The handler's instruments. No attribute names a task: each has a few
+// values at most.
+const (
+	MetricEvents       = "tesk.events"
+	MetricStepDuration = "tesk.step.duration"
+	MetricActions      = "tesk.actions"
+	MetricTasksEnded   = "tesk.tasks.ended"
+)
+
+// The attributes of the handler's metrics and spans.
+const (
+	AttrEventType  = "cloudevents.event_type"
+	AttrOutcome    = "tesk.outcome"
+	AttrActionKind = "tesk.action.kind"
+	AttrState      = "tesk.task.state"
+	// AttrTask is on spans only, never on a metric.
+	AttrTask = "tesk.task"
+)
+
+// The outcomes of an event.
+const (
+	OutcomeDone    = "done"    // the step was taken
+	OutcomeIgnored = "ignored" // nothing to do
+	OutcomeRefused = "refused" // 4xx: it can never succeed
+	OutcomeFailed  = "failed"  // 5xx: it should come again
+)
+
+// knownTypes are the event types the metrics name; any other is "other".
+var knownTypes = map[string]bool{
+	events.TypeTaskSubmitted: true, events.TypeTaskCancelled: true, events.TypeJobFinished: true, events.TypePodStuck: true,
+	events.TypePing:                         true,
+	"dev.knative.apiserver.resource.add":    true,
+	"dev.knative.apiserver.resource.update": true,
+	"dev.knative.apiserver.resource.delete": true,
+	"dev.knative.apiserver.ref.add":         true,
+	"dev.knative.apiserver.ref.update":      true,
+	"dev.knative.apiserver.ref.delete":      true,
+}
+
+// EventType is the event type as a metric names it: one of the types the
+// handler takes, or "other".
+func EventType(t string) string {
+	if knownTypes[t] {
+		return t
+	}
+	return "other"
+}
+
+// Outcome is the outcome of an answer's status code.
+func Outcome(status int, ignored bool) string {
+	switch {
+	case status >= 500:
+		return OutcomeFailed
+	case status >= 400:
+		return OutcomeRefused
+	case ignored:
+		return OutcomeIgnored
+	}
+	return OutcomeDone
+}
+
+// Steps are the handler's instruments and tracer.
+type Steps struct {
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	events   metric.Int64Counter
+	duration metric.Float64Histogram
+	actions  metric.Int64Counter
+	ended    metric.Int64Counter
+}
+
+// NewSteps makes the handler's instruments with mp and its spans with tp;
+// the trace context is W3C's (traceparent, tracestate).
+func NewSteps(mp metric.MeterProvider, tp trace.TracerProvider) (*Steps, error) {
+	m := mp.Meter(Scope)
+	s := &Steps{tracer: tp.Tracer(Scope), prop: tracing.DefaultTextMapPropagator()}
+	var err error
+	if s.events, err = m.Int64Counter(MetricEvents, metric.WithUnit("{event}"),
+		metric.WithDescription("Events received, by type and outcome")); err != nil {
+		return nil, err
+	}
+	if s.duration, err = m.Float64Histogram(MetricStepDuration, metric.WithUnit("s"),
+		metric.WithDescription("Time from an event's arrival to its answer, by type and outcome"),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 100)); err != nil {
+		return nil, err
+	}
+	if s.actions, err = m.Int64Counter(MetricActions, metric.WithUnit("{action}"),
+		metric.WithDescription("Actions the steps took, by kind")); err != nil {
+		return nil, err
+	}
+	if s.ended, err = m.Int64Counter(MetricTasksEnded, metric.WithUnit("{task}"),
+		metric.WithDescription("Tasks ended, by final state")); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Step is one event's span and clock.
+type Step struct {
+	s     *Steps
+	span  trace.Span
+	typ   string
+	start time.Time
+}
+
+// StartStep starts the span of an event's step. Its parent is the trace
+// context of the request's traceparent header, or else that of the event's
+// distributed tracing extension (the traceparent attribute of a structured
+// event, or the ce-traceparent header); a trace of its own without either.
+func (s *Steps) StartStep(ctx context.Context, h http.Header, ev *cloudevents.Event, kind string) (context.Context, *Step) {
+	start := time.Now()
+	parent := s.prop.Extract(ctx, propagation.HeaderCarrier(h))
+	if !trace.SpanContextFromContext(parent).IsValid() && ev != nil {
+		c := propagation.MapCarrier{}
+		for _, k := range []string{"traceparent", "tracestate"} {
+			if v, ok := ev.Extensions()[k].(string); ok {
+				c[k] = v
+			}
+		}
+		parent = s.prop.Extract(ctx, c)
+	}
+	attrs := []attribute.KeyValue{}
+	typ := "other"
+	if ev != nil {
+		typ = EventType(ev.Type())
+		attrs = append(attrs, attribute.String(AttrEventType, ev.Type()),
+			attribute.String("cloudevents.event_id", ev.ID()),
+			attribute.String("cloudevents.event_source", ev.Source()))
+	}
+	ctx, span := s.tracer.Start(parent, "step "+kind, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return ctx, &Step{s: s, span: span, typ: typ, start: start}
+}
+
+// Task names the step's task on its span.
+func (st *Step) Task(task string) {
+	if task != "" {
+		st.span.SetAttributes(attribute.String(AttrTask, task))
+	}
+}
+
+// Actions counts the actions a step took on a task, and the state the task
+// ended in, if it did.
+func (st *Step) Actions(ctx context.Context, kinds []string, ended string) {
+	for _, k := range kinds {
+		st.s.actions.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrActionKind, k)))
+	}
+	if ended != "" {
+		st.s.ended.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrState, ended)))
+	}
+}
+
+// Ended records on the span of a one-task step the state it ended the task
+// in.
+func (st *Step) Ended(state string) {
+	if state != "" {
+		st.span.SetAttributes(attribute.String(AttrState, state))
+	}
+}
+
+// End ends the step with its answer's status code: it counts the event and
+// its duration, and ends the span (an error status for a 5xx).
+func (st *Step) End(ctx context.Context, status int, ignored bool, err error) {
+	outcome := Outcome(status, ignored)
+	set := metric.WithAttributes(attribute.String(AttrEventType, st.typ), attribute.String(AttrOutcome, outcome))
+	st.s.events.Add(ctx, 1, set)
+	st.s.duration.Record(ctx, time.Since(st.start).Seconds(), set)
+	st.span.SetAttributes(attribute.String(AttrOutcome, outcome), attribute.Int("http.response.status_code", status))
+	if err != nil {
+		st.span.RecordError(err)
+		if status >= 500 {
+			st.span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	st.span.End()
+}
