@@ -19,6 +19,8 @@ func TestRedact(t *testing.T) {
 		"http://u:p@h":                                    "http://h",
 		"user:pw@host/path?x":                             "host/path",
 		"no url at all":                                   "no url at all",
+		"//@//@":                                          "",
+		"//u:secret@//h/p":                                "//h/p",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

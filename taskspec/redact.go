@@ -11,6 +11,19 @@ import (
 // tokens). A string that does not parse is cut at the first '?' or '#' and
 // stripped of anything before an '@' in its authority.
 func Redact(raw string) string {
+	s := redact(raw)
+	// An empty path segment can make what is left read as an authority again
+	// ("//@//@" leaves "//@"): such a rest holds no host, so keep only what
+	// follows its last '@'.
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
+
+func redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.Opaque != "" {
 		// scheme:opaque, e.g. user:password@host parsed as a URL with
