@@ -21,7 +21,7 @@ vet:
 # control plane's own tests, the end-to-end tests and the manifest checks
 # (the tests that need a cluster or servers carry the build tag e2e). It
 # builds (or reuses from the cache) everything it needs first.
-test: cluster-bins filer-deps vet
+test: cluster-bins filer-deps image-deps vet
 	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
@@ -117,9 +117,14 @@ image:
 # the pod sandbox image (registry.k8s.io/pause) and the busybox stand-ins
 # tagged busybox, alpine and ubuntu for local tests (not the real
 # distributions).
-.PHONY: images-all
+.PHONY: images-all image-deps
 images-all:
 	$(GO) run ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
+
+# What hack/ociimage and its end-to-end test need from Debian's packages
+# (ca-certificates, busybox-static, runc): installed once, then only checked.
+image-deps:
+	./hack/image-deps.sh
 
 # kubectl apply -k config/knative with HANDLER_IMAGE in place of the ko://
 # reference and FILER_IMAGE as the filer (with ko: ko resolve -k), into the
