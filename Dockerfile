@@ -11,9 +11,14 @@
 #       FILER_NAME:FILER_VERSION (config/knative/config.yaml), passing only
 #       arguments, so its entrypoint is the filer.
 #
-# (make image builds all three.) Static binaries (CGO off) on distroless/static,
-# which has CA certificates and time zones, no shell, and runs as the
-# nonroot user 65532 (the filer's default runAsUser).
+# Static binaries (CGO off) on distroless/static, which has CA certificates
+# and time zones, no shell, and runs as the nonroot user 65532 (the filer's
+# default runAsUser).
+#
+# make image does not need this file: by default it builds the same three
+# images as OCI tarballs without Docker (hack/ociimage, into bin/images; the
+# base is made from the host's CA certificates, without time zones unless
+# -zoneinfo). make image IMAGE_BUILDER=docker builds these targets instead.
 
 ARG GO_VERSION=1.26
 

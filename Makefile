@@ -21,7 +21,7 @@ vet:
 # control plane's own tests, the end-to-end tests and the manifest checks
 # (the tests that need a cluster or servers carry the build tag e2e). It
 # builds (or reuses from the cache) everything it needs first.
-test: cluster-bins node-deps filer-deps vet
+test: cluster-bins node-deps filer-deps image-deps vet
 	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
@@ -117,11 +117,31 @@ KIND_CLUSTER ?= tesk
 validate-manifests: cluster-bins
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/manifests/...
 
-# The handler's, the TES API's and the filer's images (Dockerfile targets
-# handler, tes and filer): with ko if KO_DOCKER_REPO is set and ko is installed (built and
-# pushed), else with Docker (local images).
+# The handler's, the TES API's and the filer's images, named HANDLER_IMAGE,
+# TES_IMAGE and FILER_IMAGE. By default (IMAGE_BUILDER=ociimage) as OCI image
+# tarballs in IMAGE_DIR (bin/images/handler.tar, tes.tar, filer.tar), built by
+# hack/ociimage without Docker or a registry: docker load -i, ctr -n k8s.io
+# images import, kind load image-archive or crane push take them.
+# IMAGE_BUILDER=ko builds and pushes them with ko to KO_DOCKER_REPO;
+# IMAGE_BUILDER=docker builds the Dockerfile's targets handler, tes and filer
+# with a Docker daemon.
+IMAGE_BUILDER ?= ociimage
+IMAGE_DIR ?= bin/images
 image:
-	HANDLER_IMAGE=$(HANDLER_IMAGE) TES_IMAGE=$(TES_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/image.sh
+	GO=$(GO) IMAGE_BUILDER=$(IMAGE_BUILDER) IMAGE_DIR=$(IMAGE_DIR) HANDLER_IMAGE=$(HANDLER_IMAGE) TES_IMAGE=$(TES_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/image.sh
+
+# Every image hack/ociimage builds, as tarballs in IMAGE_DIR: the three above,
+# the pod sandbox image (registry.k8s.io/pause) and the busybox stand-ins
+# tagged busybox, alpine and ubuntu for local tests (not the real
+# distributions).
+.PHONY: images-all image-deps
+images-all:
+	$(GO) run ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
+
+# What hack/ociimage and its end-to-end test need from Debian's packages
+# (ca-certificates, busybox-static, runc): installed once, then only checked.
+image-deps:
+	./hack/image-deps.sh
 
 # kubectl apply -k config/knative with HANDLER_IMAGE in place of the ko://
 # reference and FILER_IMAGE as the filer (with ko: ko resolve -k), into the
@@ -137,11 +157,11 @@ kind-up:
 kind-down:
 	kind delete cluster --name $(KIND_CLUSTER)
 
-# Build both images with Docker as dev.local/... (Knative does not resolve
+# Build the three images as dev.local/... tarballs (Knative does not resolve
 # dev.local tags in a registry), load them into kind, deploy.
 kind-deploy:
-	$(MAKE) --no-print-directory image IMAGE_REPO=dev.local KO_DOCKER_REPO=
-	kind load docker-image --name $(KIND_CLUSTER) dev.local/tesk-knative-handler:$(IMAGE_TAG) dev.local/tesk-knative-tes:$(IMAGE_TAG) dev.local/tesk-knative-filer:$(IMAGE_TAG)
+	$(MAKE) --no-print-directory image IMAGE_REPO=dev.local KO_DOCKER_REPO= IMAGE_BUILDER=ociimage
+	for i in handler tes filer; do kind load image-archive --name $(KIND_CLUSTER) $(IMAGE_DIR)/$$i.tar || exit 1; done
 	$(MAKE) --no-print-directory deploy IMAGE_REPO=dev.local KO_DOCKER_REPO= KUBE_CONTEXT=kind-$(KIND_CLUSTER)
 
 # The filer's tests and benchmark need vsftpd, curl, an FTP test user and

@@ -3,25 +3,33 @@
 # Services) and the filer (the inputs and outputs filer jobs,
 # FILER_NAME:FILER_VERSION of the handler).
 #
-#   KO_DOCKER_REPO set and ko installed: ko builds them and pushes them
+#   IMAGE_BUILDER=ociimage (the default): go run ./hack/ociimage writes one
+#     OCI image tarball per image into IMAGE_DIR, no Docker or registry
+#     needed; load them with docker load -i, ctr -n k8s.io images import,
+#     kind load image-archive, or push them with crane push;
+#   IMAGE_BUILDER=ko: ko builds them and pushes them to KO_DOCKER_REPO
 #     (gcr.io/distroless/static:nonroot as base, as in the Dockerfile);
-#   otherwise, with a running Docker daemon: docker build of the Dockerfile's
-#     targets "handler", "tes" and "filer" (local images; push them yourself, or
-#     load them into kind: make kind-deploy).
+#   IMAGE_BUILDER=docker: docker build of the Dockerfile's targets "handler",
+#     "tes" and "filer" (local images in a running Docker daemon).
 #
 # Environment:
 #   HANDLER_IMAGE  name:tag of the handler (default ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest)
 #   TES_IMAGE      name:tag of the TES API (default ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest)
 #   FILER_IMAGE    name:tag of the filer (default ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest)
-#   DOCKER, KO     the commands (default docker, ko)
+#   IMAGE_BUILDER  ociimage, ko or docker (default ociimage)
+#   IMAGE_DIR      where ociimage writes the tarballs (default bin/images)
+#   GO, DOCKER, KO the commands (default go, docker, ko)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GO="${GO:-go}"
 DOCKER="${DOCKER:-docker}"
 KO="${KO:-ko}"
 HANDLER_IMAGE="${HANDLER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest}"
 TES_IMAGE="${TES_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest}"
 FILER_IMAGE="${FILER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest}"
+IMAGE_BUILDER="${IMAGE_BUILDER:-ociimage}"
+IMAGE_DIR="${IMAGE_DIR:-bin/images}"
 
 # split name:tag (a registry port is not a tag)
 split() {
@@ -33,7 +41,16 @@ split() {
 	fi
 }
 
-if [[ -n "${KO_DOCKER_REPO:-}" ]] && command -v "$KO" >/dev/null; then
+case "$IMAGE_BUILDER" in
+ociimage)
+	cd "$root"
+	echo "image: go run ./hack/ociimage -out $IMAGE_DIR -only handler,tes,filer"
+	exec "$GO" run ./hack/ociimage -go "$GO" -out "$IMAGE_DIR" -only handler,tes,filer \
+		-handler-image "$HANDLER_IMAGE" -tes-image "$TES_IMAGE" -filer-image "$FILER_IMAGE"
+	;;
+ko)
+	[[ -n "${KO_DOCKER_REPO:-}" ]] || { echo "image: IMAGE_BUILDER=ko needs KO_DOCKER_REPO, a registry you can push to, e.g. KO_DOCKER_REPO=ghcr.io/<you>" >&2; exit 1; }
+	command -v "$KO" >/dev/null || { echo "image: $KO not found: install ko (https://ko.build)" >&2; exit 1; }
 	export KO_DEFAULTBASEIMAGE="${KO_DEFAULTBASEIMAGE:-gcr.io/distroless/static:nonroot}"
 	cd "$root"
 	for pair in "handler $HANDLER_IMAGE" "tes $TES_IMAGE" "filer $FILER_IMAGE"; do
@@ -42,25 +59,17 @@ if [[ -n "${KO_DOCKER_REPO:-}" ]] && command -v "$KO" >/dev/null; then
 		echo "image: ko build ./cmd/$cmd -> $name:$tag"
 		KO_DOCKER_REPO="$name" "$KO" build --bare --tags "$tag" "./cmd/$cmd"
 	done
-	exit 0
-fi
-
-if command -v "$DOCKER" >/dev/null && "$DOCKER" info >/dev/null 2>&1; then
-	echo "image: docker build --target handler -t $HANDLER_IMAGE"
-	"$DOCKER" build --target handler -t "$HANDLER_IMAGE" "$root"
-	echo "image: docker build --target tes -t $TES_IMAGE"
-	"$DOCKER" build --target tes -t "$TES_IMAGE" "$root"
-	echo "image: docker build --target filer -t $FILER_IMAGE"
-	"$DOCKER" build --target filer -t "$FILER_IMAGE" "$root"
-	exit 0
-fi
-
-cat >&2 <<MSG
-image: nothing to build the images with.
-  - Docker: install it and start its daemon ('$DOCKER info' must work), or
-  - ko (https://ko.build): install it and set KO_DOCKER_REPO to a registry
-    you can push to, e.g. KO_DOCKER_REPO=ghcr.io/<you>.
-Without either, build the binaries with 'make build' and run the handler
-outside the cluster ('make dev').
-MSG
-exit 1
+	;;
+docker)
+	"$DOCKER" info >/dev/null 2>&1 || { echo "image: IMAGE_BUILDER=docker needs a running Docker daemon ('$DOCKER info' must work)" >&2; exit 1; }
+	for pair in "handler $HANDLER_IMAGE" "tes $TES_IMAGE" "filer $FILER_IMAGE"; do
+		read -r target img <<<"$pair"
+		echo "image: docker build --target $target -t $img"
+		"$DOCKER" build --target "$target" -t "$img" "$root"
+	done
+	;;
+*)
+	echo "image: IMAGE_BUILDER=$IMAGE_BUILDER: want ociimage, ko or docker" >&2
+	exit 1
+	;;
+esac
