@@ -44,15 +44,15 @@ e2e: cluster-bins
 # ApiServerSource adapter, on the local cluster (started if it is not up), in
 # the foreground until interrupted.
 dev: cluster-bins build $(NODE_DEPS)
-	@$(GO) run ./test/cluster/cmd/cluster status >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
-	$(GO) run ./test/dev
+	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
+	$(GO) run ./test/dev -dir $(CLUSTER_DIR)
 
 # The demo: the local cluster, the handler and the adapter, one example task
 # (examples/task.submitted.json) followed from submission to COMPLETE; the
 # cluster is stopped afterwards.
 demo: cluster-bins build $(NODE_DEPS)
-	@$(GO) run ./test/cluster/cmd/cluster status >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
-	@status=0; $(GO) run ./test/dev -demo || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
+	@status=0; $(GO) run ./test/dev -dir $(CLUSTER_DIR) -demo || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # Figures: step latency, handler time, API requests per step, sweep cost over
 # 1,000 and 10,000 tasks, events per second, cold start.
