@@ -263,3 +263,23 @@ func (t *s3Transport) list(ctx context.Context, raw string, fn func(rel, url str
 	}
 	return nil
 }
+
+// mkdir creates an empty directory: a zero-byte object whose key ends in
+// "/", as the S3 console does. The bucket itself needs none.
+func (t *s3Transport) mkdir(ctx context.Context, raw string) error {
+	bucket, key, err := parseS3(raw)
+	if err != nil {
+		return err
+	}
+	key = strings.TrimSuffix(key, "/")
+	if key == "" {
+		return nil
+	}
+	_, err = t.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(bucket),
+		Key:           aws.String(key + "/"),
+		Body:          strings.NewReader(""),
+		ContentLength: aws.Int64(0),
+	})
+	return err
+}
