@@ -1,10 +1,12 @@
 package filer
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +56,9 @@ func TestS3Directories(t *testing.T) {
 	srv.put(t, b, "tree/sub/b.txt", "B")
 	srv.put(t, b, "tree/sub/deeper/c.txt", "C")
 	srv.put(t, b, "treehouse/not-below.txt", "X")
+	// Directory markers: zero-byte keys ending in "/".
+	srv.put(t, b, "tree/empty/", "")
+	srv.put(t, b, "tree/sub/e2/e3/", "")
 	opts, _ := testOptions(t)
 	opts.AWS = srv.awsOptions()
 	task := newTask([]taskspec.Input{
@@ -70,6 +75,14 @@ func TestS3Directories(t *testing.T) {
 	if _, err := os.Stat(inTask(opts, "/data/tree/house")); err == nil {
 		t.Error("a key of another prefix was downloaded")
 	}
+	for _, d := range []string{"/data/tree/empty", "/data/tree/sub/e2/e3"} {
+		if fi, err := os.Stat(inTask(opts, d)); err != nil || !fi.IsDir() {
+			t.Errorf("directory marker %s: %v", d, err)
+		}
+		if names, _ := os.ReadDir(inTask(opts, d)); len(names) != 0 {
+			t.Errorf("%s holds %d entries, want none", d, len(names))
+		}
+	}
 	files := mustRun(t, ModeOutputs, task, opts)
 	want := []taskspec.UploadedFile{
 		{Output: 0, Path: "/data/tree/a.txt", SizeBytes: "1"},
@@ -81,6 +94,20 @@ func TestS3Directories(t *testing.T) {
 	}
 	if got := srv.get(t, b, "copy/sub/deeper/c.txt"); got != "C" {
 		t.Errorf("object holds %q", got)
+	}
+	// The empty directories as zero-byte keys ending in "/", and nothing
+	// else but the files.
+	lo, err := srv.client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(b), Prefix: aws.String("copy/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, o := range lo.Contents {
+		got[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+	}
+	wantKeys := map[string]int64{"copy/a.txt": 1, "copy/sub/b.txt": 1, "copy/sub/deeper/c.txt": 1, "copy/empty/": 0, "copy/sub/e2/e3/": 0}
+	if !maps.Equal(got, wantKeys) {
+		t.Errorf("keys below copy/: %v, want %v", got, wantKeys)
 	}
 }
 
