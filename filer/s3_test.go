@@ -262,3 +262,51 @@ func TestS3OddKeys(t *testing.T) {
 		t.Errorf("object holds %q", got)
 	}
 }
+
+// Many files both ways through the pool, each with its own bytes; then one
+// missing object among many fails the run, naming it, with nothing reported.
+func TestS3ManyFiles(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	const n = 200
+	want := map[string]string{}
+	for i := range n {
+		c := strings.Repeat(fmt.Sprintf("%d-", i), i*7)
+		srv.put(t, b, fmt.Sprintf("many/d%d/f%d", i%5, i), c)
+		want[fmt.Sprintf("d%d/f%d", i%5, i)] = c
+	}
+	opts, _ := testOptions(t)
+	opts.AWS = srv.awsOptions()
+	opts.Parallelism = 8
+	task := newTask([]taskspec.Input{
+		{URL: "s3://" + b + "/many", Path: "/data/many", Type: taskspec.TypeDirectory},
+	}, []taskspec.Output{
+		{URL: "s3://" + b + "/back", Path: "/data/many", Type: taskspec.TypeDirectory},
+	})
+	mustRun(t, ModeInputs, task, opts)
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != n {
+		t.Fatalf("%d files uploaded, want %d", len(files), n)
+	}
+	for rel, c := range want {
+		if got := readFile(t, inTask(opts, "/data/many/"+rel)); got != c {
+			t.Fatalf("downloaded %s: %d bytes, want %d", rel, len(got), len(c))
+		}
+		if got := srv.get(t, b, "back/"+rel); got != c {
+			t.Fatalf("uploaded %s: %d bytes, want %d", rel, len(got), len(c))
+		}
+	}
+
+	var ins []taskspec.Input
+	for i := range n {
+		ins = append(ins, taskspec.Input{URL: fmt.Sprintf("s3://%s/many/d%d/f%d", b, i%5, i), Path: fmt.Sprintf("/data/one/f%d", i)})
+	}
+	ins[57].URL = "s3://" + b + "/many/absent"
+	opts2, _ := testOptions(t)
+	opts2.AWS, opts2.Parallelism = opts.AWS, 8
+	msg := runErr(t, ModeInputs, newTask(ins, nil), opts2)
+	wantContains(t, "error", msg, "inputs[57]", "s3://"+b+"/many/absent", "/data/one/f57")
+	if _, err := os.Stat(inTask(opts2, "/data/one/f57")); err == nil {
+		t.Error("the failed download left a file")
+	}
+}
