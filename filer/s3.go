@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -73,6 +74,10 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	}
 	virtual := addressingStyle(a) == "virtual"
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// The payload is not hashed into the signature (UNSIGNED-PAYLOAD):
+		// hashing would read every part twice. The SDK's request checksums
+		// (RequestChecksumCalculation) still apply.
+		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 		if a.Endpoint != "" {
 			o.BaseEndpoint = aws.String(a.Endpoint)
 		}
