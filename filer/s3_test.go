@@ -1,3 +1,5 @@
+//go:build e2e
+
 package filer
 
 import (
@@ -224,21 +226,6 @@ func TestS3ConfigFromEnvFiles(t *testing.T) {
 	mustRun(t, ModeInputs, task, opts)
 	if got := readFile(t, inTask(opts, "/data/k")); got != "from config files" {
 		t.Errorf("downloaded %q", got)
-	}
-}
-
-func TestAddressingStyle(t *testing.T) {
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "config")
-	writeFile(t, conf, "[default]\nregion = x\ns3 =\n    addressing_style = virtual\n[profile other]\ns3 =\n  addressing_style = path\n")
-	if got := addressingStyle(AWSOptions{ConfigFile: conf}); got != "virtual" {
-		t.Errorf("default: %q", got)
-	}
-	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "other"}); got != "path" {
-		t.Errorf("other: %q", got)
-	}
-	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "none"}); got != "" {
-		t.Errorf("none: %q", got)
 	}
 }
 

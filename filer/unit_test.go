@@ -1,6 +1,7 @@
 package filer
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,20 @@ func TestErrorText(t *testing.T) {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+func TestAddressingStyle(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	writeFile(t, conf, "[default]\nregion = x\ns3 =\n    addressing_style = virtual\n[profile other]\ns3 =\n  addressing_style = path\n")
+	if got := addressingStyle(AWSOptions{ConfigFile: conf}); got != "virtual" {
+		t.Errorf("default: %q", got)
+	}
+	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "other"}); got != "path" {
+		t.Errorf("other: %q", got)
+	}
+	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "none"}); got != "" {
+		t.Errorf("none: %q", got)
 	}
 }
