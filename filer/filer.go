@@ -223,6 +223,14 @@ func Run(ctx context.Context, mode string, task *taskspec.Task, opts Options) ([
 		}()
 	}
 	n := r.plan(ctx, jobs)
+	r.mu.Lock()
+	planFailed := len(r.failures) > 0
+	r.mu.Unlock()
+	if planFailed {
+		// An input or output that cannot be planned stops the transfers
+		// already under way too.
+		cancel()
+	}
 	close(jobs)
 	wg.Wait()
 	if err := firstFailure(r.failures); err != nil {
