@@ -226,3 +226,36 @@ func TestAddressingStyle(t *testing.T) {
 		t.Errorf("none: %q", got)
 	}
 }
+
+func TestParallelismFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+		err  bool
+	}{
+		{"", 0, false}, // unset: DefaultParallelism in Run
+		{"1", 1, false},
+		{" 16 ", 16, false},
+		{"256", 256, false},
+		{"0", 0, true},
+		{"-2", 0, true},
+		{"257", 0, true},
+		{"4.5", 0, true},
+		{"many", 0, true},
+	} {
+		t.Setenv("FILER_PARALLELISM", tc.v)
+		o, err := OptionsFromEnv()
+		if tc.err {
+			if err == nil || !strings.Contains(err.Error(), "FILER_PARALLELISM") {
+				t.Errorf("FILER_PARALLELISM=%q: error %v", tc.v, err)
+			}
+			continue
+		}
+		if err != nil || o.Parallelism != tc.want {
+			t.Errorf("FILER_PARALLELISM=%q: %d, %v; want %d", tc.v, o.Parallelism, err, tc.want)
+		}
+	}
+	if d := (Options{}).withDefaults(); d.Parallelism != 8 {
+		t.Errorf("default parallelism %d, want 8", d.Parallelism)
+	}
+}
