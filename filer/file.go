@@ -189,3 +189,15 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// mkdir creates a directory and its parents below the base path.
+func (t *fileTransport) mkdir(ctx context.Context, raw string) error {
+	rel, err := t.rel(raw)
+	if err != nil {
+		return err
+	}
+	if fi, err := t.root.Stat(rel); err == nil && !fi.IsDir() {
+		return errors.New("refusing to create a directory where a file exists")
+	}
+	return t.root.MkdirAll(rel, 0o777)
+}

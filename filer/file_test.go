@@ -47,6 +47,42 @@ func TestFileURLs(t *testing.T) {
 			t.Errorf("%s holds %q, want %q", p, got, want)
 		}
 	}
+	// The empty directory of the DIRECTORY output is created too.
+	if fi, err := os.Stat(filepath.Join(base, "out/tree/empty")); err != nil || !fi.IsDir() {
+		t.Errorf("empty output directory: %v", err)
+	}
+}
+
+// Empty directories of a DIRECTORY output, nested or the output itself,
+// are created below the file:// URL.
+func TestFileEmptyDirectories(t *testing.T) {
+	opts, base := fileOptions(t)
+	for _, d := range []string{"data/tree/e1", "data/tree/sub/e2/e3", "data/none"} {
+		if err := os.MkdirAll(inTask(opts, "/"+d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, inTask(opts, "/data/tree/sub/f.txt"), "F")
+	task := newTask(nil, []taskspec.Output{
+		{URL: "file:///transfer/host/out/tree", Path: "/data/tree", Type: taskspec.TypeDirectory},
+		{URL: "file:///transfer/host/out/none", Path: "/data/none", Type: taskspec.TypeDirectory},
+	})
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != 1 || files[0].Path != "/data/tree/sub/f.txt" {
+		t.Errorf("uploaded %+v, want only /data/tree/sub/f.txt (directories are not files)", files)
+	}
+	for _, d := range []string{"out/tree/e1", "out/tree/sub/e2/e3", "out/none"} {
+		if fi, err := os.Stat(filepath.Join(base, d)); err != nil || !fi.IsDir() {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	if got := readFile(t, filepath.Join(base, "out/tree/sub/f.txt")); got != "F" {
+		t.Errorf("f.txt holds %q", got)
+	}
+	// A file where an empty directory should go: a clear error.
+	writeFile(t, filepath.Join(base, "out2/e1"), "in the way")
+	task = newTask(nil, []taskspec.Output{{URL: "file:///transfer/host/out2", Path: "/data/tree", Type: taskspec.TypeDirectory}})
+	wantContains(t, "error", runErr(t, ModeOutputs, task, opts), "outputs[0]", "/data/tree/e1", "file exists")
 }
 
 func TestFileURLsStayBelowBasePath(t *testing.T) {

@@ -87,6 +87,12 @@ type lister interface {
 	list(ctx context.Context, url string, fn func(rel, url string, isDir bool) error) error
 }
 
+// dirMaker is a transport that can create an empty directory at a URL, for
+// the empty directories of DIRECTORY outputs.
+type dirMaker interface {
+	mkdir(ctx context.Context, url string) error
+}
+
 // closer is a transport that holds connections.
 type closer interface{ close() }
 
@@ -102,8 +108,36 @@ type runner struct {
 	transports map[string]transport
 
 	mu       sync.Mutex
-	firstErr error
+	failures []failure
 	uploaded map[int]taskspec.UploadedFile // by job seq
+}
+
+// failure is an error of one job, or of planning one input or output.
+type failure struct {
+	seq int
+	// after is true for an error that came once the run was already
+	// stopping (another job's failure cancels the rest): a consequence,
+	// not a cause.
+	after bool
+	err   error
+}
+
+// firstFailure picks the error a failed run reports: the failure of the
+// earliest file (in the order of the inputs or outputs and of the files of
+// each) among those that were not merely cancelled, whatever order the
+// parallel transfers ended in.
+func firstFailure(fs []failure) error {
+	var best *failure
+	for i := range fs {
+		f := &fs[i]
+		if best == nil || (best.after && !f.after) || (best.after == f.after && f.seq < best.seq) {
+			best = f
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.err
 }
 
 // Run moves the task's inputs onto the task volume (mode "inputs") or its
@@ -182,20 +216,28 @@ func Run(ctx context.Context, mode string, task *taskspec.Task, opts Options) ([
 					continue
 				}
 				if err := r.do(ctx, j); err != nil {
-					r.fail(r.errFor(j, err))
+					r.fail(j.seq, ctx.Err() != nil, r.errFor(j, err))
 					cancel()
 				}
 			}
 		}()
 	}
 	n := r.plan(ctx, jobs)
+	r.mu.Lock()
+	planFailed := len(r.failures) > 0
+	r.mu.Unlock()
+	if planFailed {
+		// An input or output that cannot be planned stops the transfers
+		// already under way too.
+		cancel()
+	}
 	close(jobs)
 	wg.Wait()
-	if r.firstErr == nil && ctx.Err() != nil {
-		r.firstErr = fmt.Errorf("%s: %v", mode, context.Cause(ctx))
+	if err := firstFailure(r.failures); err != nil {
+		return nil, err
 	}
-	if r.firstErr != nil {
-		return nil, r.firstErr
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %v", mode, context.Cause(ctx))
 	}
 	r.log.Debug("done", "mode", mode, "files", n, "seconds", time.Since(start).Seconds())
 	if mode == ModeInputs {
@@ -230,13 +272,12 @@ func (r *runner) needsNetrc() bool {
 	return false
 }
 
-// fail records the first error.
-func (r *runner) fail(err error) {
+// fail records an error of the job (or planning step) seq; after tells
+// whether the run was already stopping.
+func (r *runner) fail(seq int, after bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.firstErr == nil {
-		r.firstErr = err
-	}
+	r.failures = append(r.failures, failure{seq: seq, after: after, err: err})
 }
 
 // errFor wraps an error of a job (or of planning an input or output).
@@ -327,7 +368,7 @@ func (r *runner) plan(ctx context.Context, jobs chan<- job) int {
 		for i, in := range r.task.Inputs {
 			if err := r.planInput(ctx, i, in, send); err != nil {
 				if ctx.Err() == nil {
-					r.fail(r.errFor(job{index: i, url: in.URL, execPath: in.Path}, err))
+					r.fail(seq, false, r.errFor(job{index: i, url: in.URL, execPath: in.Path}, err))
 				}
 				return seq
 			}
@@ -337,7 +378,7 @@ func (r *runner) plan(ctx context.Context, jobs chan<- job) int {
 	for i, out := range r.task.Outputs {
 		if err := r.planOutput(i, out, send); err != nil {
 			if ctx.Err() == nil {
-				r.fail(r.errFor(job{index: i, url: out.URL, execPath: out.Path}, err))
+				r.fail(seq, false, r.errFor(job{index: i, url: out.URL, execPath: out.Path}, err))
 			}
 			return seq
 		}
@@ -441,7 +482,21 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 		if !fi.IsDir() {
 			return errors.New("not a directory, but the output's type is DIRECTORY")
 		}
-		return walkFiles(r.root, p, func(f string, _ int64) error { return add(f) },
+		mkdir := func(d string) error {
+			u, ok := out.URLFor(d)
+			if !ok {
+				return fmt.Errorf("%s does not belong to the output", d)
+			}
+			if _, ok := t.(dirMaker); !ok {
+				r.log.Debug("empty directory not created: the URL's scheme has no directories", "output", i, "path", d, "url", Redact(u))
+				return nil
+			}
+			if !send(job{index: i, url: u, execPath: d, mkdir: true, t: t}) {
+				return errStopped
+			}
+			return nil
+		}
+		return walkFiles(r.root, p, func(f string, _ int64) error { return add(f) }, mkdir,
 			func(f, why string) { r.log.Debug("not uploaded", "output", i, "path", f, "reason", why) })
 	default:
 		_, fi, err := statIn(r.root, p)
@@ -471,6 +526,13 @@ func (r *runner) do(ctx context.Context, j job) error {
 	rel, err := rootRel(j.execPath)
 	if err != nil {
 		return err
+	}
+	if r.mode == ModeOutputs && j.mkdir {
+		if err := j.t.(dirMaker).mkdir(ctx, j.url); err != nil {
+			return err
+		}
+		r.log.Debug("created directory", "output", j.index, "path", j.execPath, "url", Redact(j.url), "seconds", time.Since(start).Seconds())
+		return nil
 	}
 	if r.mode == ModeOutputs {
 		return r.upload(ctx, j, start)

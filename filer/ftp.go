@@ -371,3 +371,16 @@ func childURL(u *url.URL, rel string) string {
 	c.RawPath = ""
 	return c.String()
 }
+
+// mkdir creates a directory and its parents (MKD), as needed.
+func (t *ftpTransport) mkdir(ctx context.Context, raw string) error {
+	tg, err := t.target(raw)
+	if err != nil {
+		return err
+	}
+	p := strings.TrimSuffix(tg.path, "/")
+	if p == "" {
+		return nil
+	}
+	return t.with(ctx, tg, func(fc *ftpConn) error { return t.mkdirAll(fc, p) })
+}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package filer
 
 import (
@@ -52,7 +54,7 @@ func TestFTPDirectories(t *testing.T) {
 	srv.write(t, dir+"/tree/a.txt", "A")
 	srv.write(t, dir+"/tree/sub/b.txt", "B")
 	srv.write(t, dir+"/tree/sub/deeper/c.txt", "C")
-	if err := os.MkdirAll(filepath.Join(srv.Home, dir, "tree/empty"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(srv.Home, dir, "tree/empty/deep"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	opts, _ := ftpOptions(t, srv)
@@ -68,7 +70,7 @@ func TestFTPDirectories(t *testing.T) {
 			t.Errorf("%s holds %q, want %q", p, got, want)
 		}
 	}
-	if fi, err := os.Stat(inTask(opts, "/data/tree/empty")); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(inTask(opts, "/data/tree/empty/deep")); err != nil || !fi.IsDir() {
 		t.Errorf("empty directory not created: %v", err)
 	}
 	files := mustRun(t, ModeOutputs, task, opts)
@@ -85,6 +87,13 @@ func TestFTPDirectories(t *testing.T) {
 		if got := readFile(t, filepath.Join(srv.Home, dir, p)); got != want {
 			t.Errorf("server's %s holds %q, want %q", p, got, want)
 		}
+	}
+	// The empty directory (and its parent) made on the server with MKD.
+	if fi, err := os.Stat(filepath.Join(srv.Home, dir, "copy/empty/deep")); err != nil || !fi.IsDir() {
+		t.Errorf("empty directory not created on the server: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(srv.Home, dir, "glob/empty")); err == nil {
+		t.Error("a wildcard output created a directory")
 	}
 }
 

@@ -17,8 +17,11 @@ import (
 const DefaultHTTPTimeout = 300 * time.Second
 
 // DefaultParallelism is how many files move at once when Options.Parallelism
-// is 0.
-const DefaultParallelism = 4
+// is 0 (and FILER_PARALLELISM unset).
+const DefaultParallelism = 8
+
+// MaxParallelism bounds FILER_PARALLELISM and --parallel.
+const MaxParallelism = 256
 
 // Options configure a run of the filer. The zero value works for tasks whose
 // URLs need no configuration (http, inline content) with TaskDir set.
@@ -55,8 +58,9 @@ type Options struct {
 	// Logger receives the filer's logs; nil discards them.
 	Logger *slog.Logger
 
-	// Parallelism bounds how many files move at once. Default
-	// DefaultParallelism.
+	// Parallelism bounds how many files move at once: the files of all
+	// inputs (or outputs), those of DIRECTORY and wildcard ones included.
+	// Default DefaultParallelism.
 	Parallelism int
 
 	// S3PartSize and S3Concurrency tune multipart transfers: the size of a
@@ -127,13 +131,15 @@ func (o Options) withDefaults() Options {
 //
 //	TESK_TASK_DIR                       task volume (default /tesk/task)
 //	FILER_HTTP_TIMEOUT                  seconds (default 300; spaces allowed, empty = unset)
+//	FILER_PARALLELISM                   files moved at once, 1-256 (default 8)
 //	TESK_FTP_USERNAME, TESK_FTP_PASSWORD, TESK_FTP_HOSTS (comma-separated)
 //	NETRC                               netrc file (default ~/.netrc if present)
 //	AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE
 //	HOST_BASE_PATH, CONTAINER_BASE_PATH file:// mapping
 //
 // The logger is left nil. It fails on a FILER_HTTP_TIMEOUT that is not a
-// positive number of seconds.
+// positive number of seconds, and on a FILER_PARALLELISM that is not a
+// whole number from 1 to MaxParallelism.
 func OptionsFromEnv() (Options, error) {
 	var o Options
 	o.TaskDir = strings.TrimSpace(os.Getenv("TESK_TASK_DIR"))
@@ -143,6 +149,13 @@ func OptionsFromEnv() (Options, error) {
 			return o, fmt.Errorf("FILER_HTTP_TIMEOUT: %v", err)
 		}
 		o.HTTPTimeout = d
+	}
+	if v := strings.TrimSpace(os.Getenv("FILER_PARALLELISM")); v != "" {
+		n, err := ParseParallelism(v)
+		if err != nil {
+			return o, fmt.Errorf("FILER_PARALLELISM: %v", err)
+		}
+		o.Parallelism = n
 	}
 	o.FTPUser = os.Getenv("TESK_FTP_USERNAME")
 	o.FTPPassword = os.Getenv("TESK_FTP_PASSWORD")
@@ -165,6 +178,16 @@ func OptionsFromEnv() (Options, error) {
 		o.ContainerBasePath = o.HostBasePath
 	}
 	return o, nil
+}
+
+// ParseParallelism reads how many files move at once: a whole number from 1
+// to MaxParallelism.
+func ParseParallelism(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > MaxParallelism {
+		return 0, fmt.Errorf("%q is not a whole number from 1 to %d", v, MaxParallelism)
+	}
+	return n, nil
 }
 
 // parseSeconds reads a positive number of seconds ("300", " 2.5 ").

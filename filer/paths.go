@@ -260,24 +260,34 @@ func readNames(root *os.Root, rel string) ([]string, error) {
 // dir, in lexical order, following symbolic links to files as the executors
 // would; symbolic links to directories are not descended into (they could
 // loop), and are reported through skipped, as is anything else that is not a
-// regular file.
-func walkFiles(root *os.Root, dir string, fn func(execPath string, size int64) error, skipped func(execPath, why string)) error {
+// regular file. emptyDir is called for every directory (dir itself
+// included) below which there is no regular file and no other directory
+// emptyDir is called for: the leaves of the tree that would otherwise be
+// lost.
+func walkFiles(root *os.Root, dir string, fn func(execPath string, size int64) error, emptyDir func(execPath string) error, skipped func(execPath, why string)) error {
+	_, err := walkDir(root, dir, fn, emptyDir, skipped)
+	return err
+}
+
+// walkDir is walkFiles; it reports whether it called fn or emptyDir.
+func walkDir(root *os.Root, dir string, fn func(execPath string, size int64) error, emptyDir func(execPath string) error, skipped func(execPath, why string)) (bool, error) {
 	resDir, fi, err := statIn(root, dir)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
+		return false, fmt.Errorf("%s is not a directory", dir)
 	}
 	names, err := readNames(root, resDir)
 	if err != nil {
-		return err
+		return false, err
 	}
+	some := false
 	for _, n := range names {
 		p := path.Join(dir, n)
 		fi, err := root.Lstat(path.Join(resDir, n))
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			return some, fmt.Errorf("%s: %w", p, err)
 		}
 		link := fi.Mode()&fs.ModeSymlink != 0
 		if link {
@@ -287,23 +297,28 @@ func walkFiles(root *os.Root, dir string, fn func(execPath string, size int64) e
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
+				return some, fmt.Errorf("%s: %w", p, err)
 			}
 		}
 		switch {
 		case fi.Mode().IsRegular():
+			some = true
 			if err := fn(p, fi.Size()); err != nil {
-				return err
+				return some, err
 			}
 		case fi.IsDir() && link:
 			skipped(p, "a symbolic link to a directory")
 		case fi.IsDir():
-			if err := walkFiles(root, p, fn, skipped); err != nil {
-				return err
+			some = true
+			if _, err := walkDir(root, p, fn, emptyDir, skipped); err != nil {
+				return some, err
 			}
 		default:
 			skipped(p, "not a regular file")
 		}
 	}
-	return nil
+	if !some {
+		return true, emptyDir(dir)
+	}
+	return true, nil
 }

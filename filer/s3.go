@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -73,6 +74,10 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	}
 	virtual := addressingStyle(a) == "virtual"
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// The payload is not hashed into the signature (UNSIGNED-PAYLOAD):
+		// hashing would read every part twice. The SDK's request checksums
+		// (RequestChecksumCalculation) still apply.
+		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 		if a.Endpoint != "" {
 			o.BaseEndpoint = aws.String(a.Endpoint)
 		}
@@ -262,4 +267,24 @@ func (t *s3Transport) list(ctx context.Context, raw string, fn func(rel, url str
 		return errors.New("no objects below this prefix: the directory does not exist")
 	}
 	return nil
+}
+
+// mkdir creates an empty directory: a zero-byte object whose key ends in
+// "/", as the S3 console does. The bucket itself needs none.
+func (t *s3Transport) mkdir(ctx context.Context, raw string) error {
+	bucket, key, err := parseS3(raw)
+	if err != nil {
+		return err
+	}
+	key = strings.TrimSuffix(key, "/")
+	if key == "" {
+		return nil
+	}
+	_, err = t.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(bucket),
+		Key:           aws.String(key + "/"),
+		Body:          strings.NewReader(""),
+		ContentLength: aws.Int64(0),
+	})
+	return err
 }

@@ -1,10 +1,14 @@
+//go:build e2e
+
 package filer
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +58,9 @@ func TestS3Directories(t *testing.T) {
 	srv.put(t, b, "tree/sub/b.txt", "B")
 	srv.put(t, b, "tree/sub/deeper/c.txt", "C")
 	srv.put(t, b, "treehouse/not-below.txt", "X")
+	// Directory markers: zero-byte keys ending in "/".
+	srv.put(t, b, "tree/empty/", "")
+	srv.put(t, b, "tree/sub/e2/e3/", "")
 	opts, _ := testOptions(t)
 	opts.AWS = srv.awsOptions()
 	task := newTask([]taskspec.Input{
@@ -70,6 +77,14 @@ func TestS3Directories(t *testing.T) {
 	if _, err := os.Stat(inTask(opts, "/data/tree/house")); err == nil {
 		t.Error("a key of another prefix was downloaded")
 	}
+	for _, d := range []string{"/data/tree/empty", "/data/tree/sub/e2/e3"} {
+		if fi, err := os.Stat(inTask(opts, d)); err != nil || !fi.IsDir() {
+			t.Errorf("directory marker %s: %v", d, err)
+		}
+		if names, _ := os.ReadDir(inTask(opts, d)); len(names) != 0 {
+			t.Errorf("%s holds %d entries, want none", d, len(names))
+		}
+	}
 	files := mustRun(t, ModeOutputs, task, opts)
 	want := []taskspec.UploadedFile{
 		{Output: 0, Path: "/data/tree/a.txt", SizeBytes: "1"},
@@ -81,6 +96,20 @@ func TestS3Directories(t *testing.T) {
 	}
 	if got := srv.get(t, b, "copy/sub/deeper/c.txt"); got != "C" {
 		t.Errorf("object holds %q", got)
+	}
+	// The empty directories as zero-byte keys ending in "/", and nothing
+	// else but the files.
+	lo, err := srv.client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(b), Prefix: aws.String("copy/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, o := range lo.Contents {
+		got[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+	}
+	wantKeys := map[string]int64{"copy/a.txt": 1, "copy/sub/b.txt": 1, "copy/sub/deeper/c.txt": 1, "copy/empty/": 0, "copy/sub/e2/e3/": 0}
+	if !maps.Equal(got, wantKeys) {
+		t.Errorf("keys below copy/: %v, want %v", got, wantKeys)
 	}
 }
 
@@ -200,21 +229,6 @@ func TestS3ConfigFromEnvFiles(t *testing.T) {
 	}
 }
 
-func TestAddressingStyle(t *testing.T) {
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "config")
-	writeFile(t, conf, "[default]\nregion = x\ns3 =\n    addressing_style = virtual\n[profile other]\ns3 =\n  addressing_style = path\n")
-	if got := addressingStyle(AWSOptions{ConfigFile: conf}); got != "virtual" {
-		t.Errorf("default: %q", got)
-	}
-	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "other"}); got != "path" {
-		t.Errorf("other: %q", got)
-	}
-	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "none"}); got != "" {
-		t.Errorf("none: %q", got)
-	}
-}
-
 // Object keys are taken literally, also with characters a URL would escape.
 func TestS3OddKeys(t *testing.T) {
 	srv := startS3(t)
@@ -233,5 +247,53 @@ func TestS3OddKeys(t *testing.T) {
 	mustRun(t, ModeOutputs, task, opts)
 	if got := srv.get(t, b, "out/"+name); got != "odd" {
 		t.Errorf("object holds %q", got)
+	}
+}
+
+// Many files both ways through the pool, each with its own bytes; then one
+// missing object among many fails the run, naming it, with nothing reported.
+func TestS3ManyFiles(t *testing.T) {
+	srv := startS3(t)
+	b := srv.bucket(t)
+	const n = 200
+	want := map[string]string{}
+	for i := range n {
+		c := strings.Repeat(fmt.Sprintf("%d-", i), i*7)
+		srv.put(t, b, fmt.Sprintf("many/d%d/f%d", i%5, i), c)
+		want[fmt.Sprintf("d%d/f%d", i%5, i)] = c
+	}
+	opts, _ := testOptions(t)
+	opts.AWS = srv.awsOptions()
+	opts.Parallelism = 8
+	task := newTask([]taskspec.Input{
+		{URL: "s3://" + b + "/many", Path: "/data/many", Type: taskspec.TypeDirectory},
+	}, []taskspec.Output{
+		{URL: "s3://" + b + "/back", Path: "/data/many", Type: taskspec.TypeDirectory},
+	})
+	mustRun(t, ModeInputs, task, opts)
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != n {
+		t.Fatalf("%d files uploaded, want %d", len(files), n)
+	}
+	for rel, c := range want {
+		if got := readFile(t, inTask(opts, "/data/many/"+rel)); got != c {
+			t.Fatalf("downloaded %s: %d bytes, want %d", rel, len(got), len(c))
+		}
+		if got := srv.get(t, b, "back/"+rel); got != c {
+			t.Fatalf("uploaded %s: %d bytes, want %d", rel, len(got), len(c))
+		}
+	}
+
+	var ins []taskspec.Input
+	for i := range n {
+		ins = append(ins, taskspec.Input{URL: fmt.Sprintf("s3://%s/many/d%d/f%d", b, i%5, i), Path: fmt.Sprintf("/data/one/f%d", i)})
+	}
+	ins[57].URL = "s3://" + b + "/many/absent"
+	opts2, _ := testOptions(t)
+	opts2.AWS, opts2.Parallelism = opts.AWS, 8
+	msg := runErr(t, ModeInputs, newTask(ins, nil), opts2)
+	wantContains(t, "error", msg, "inputs[57]", "s3://"+b+"/many/absent", "/data/one/f57")
+	if _, err := os.Stat(inTask(opts2, "/data/one/f57")); err == nil {
+		t.Error("the failed download left a file")
 	}
 }

@@ -1,6 +1,7 @@
 package filer
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +211,53 @@ func TestErrorText(t *testing.T) {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+func TestAddressingStyle(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	writeFile(t, conf, "[default]\nregion = x\ns3 =\n    addressing_style = virtual\n[profile other]\ns3 =\n  addressing_style = path\n")
+	if got := addressingStyle(AWSOptions{ConfigFile: conf}); got != "virtual" {
+		t.Errorf("default: %q", got)
+	}
+	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "other"}); got != "path" {
+		t.Errorf("other: %q", got)
+	}
+	if got := addressingStyle(AWSOptions{ConfigFile: conf, Profile: "none"}); got != "" {
+		t.Errorf("none: %q", got)
+	}
+}
+
+func TestParallelismFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+		err  bool
+	}{
+		{"", 0, false}, // unset: DefaultParallelism in Run
+		{"1", 1, false},
+		{" 16 ", 16, false},
+		{"256", 256, false},
+		{"0", 0, true},
+		{"-2", 0, true},
+		{"257", 0, true},
+		{"4.5", 0, true},
+		{"many", 0, true},
+	} {
+		t.Setenv("FILER_PARALLELISM", tc.v)
+		o, err := OptionsFromEnv()
+		if tc.err {
+			if err == nil || !strings.Contains(err.Error(), "FILER_PARALLELISM") {
+				t.Errorf("FILER_PARALLELISM=%q: error %v", tc.v, err)
+			}
+			continue
+		}
+		if err != nil || o.Parallelism != tc.want {
+			t.Errorf("FILER_PARALLELISM=%q: %d, %v; want %d", tc.v, o.Parallelism, err, tc.want)
+		}
+	}
+	if d := (Options{}).withDefaults(); d.Parallelism != 8 {
+		t.Errorf("default parallelism %d, want 8", d.Parallelism)
 	}
 }

@@ -6,7 +6,8 @@
 // The task JSON comes from --file (gzipped if the name ends in .gz; "-" for
 // stdin), else the JSON argument, else the environment variable JSON_INPUT.
 // The task volume is mounted at --task-dir (TESK_TASK_DIR, default
-// /tesk/task). The rest of the configuration comes from the environment (see
+// /tesk/task). At most --parallel files move at once (FILER_PARALLELISM,
+// default 8, at most 256). The rest of the configuration comes from the environment (see
 // filer.OptionsFromEnv). Logs go to stderr, errors only unless --debug or
 // DEBUG is set. Outputs mode ends by printing one line to stdout,
 // "TESK_OUTPUT_FILE_LOGS [...]", listing the uploaded files.
@@ -32,6 +33,7 @@ const usage = `usage: filer [--debug] inputs|outputs [--file PATH] [--task-dir D
 
 The task JSON comes from --file (gzipped if PATH ends in .gz; - for stdin),
 else the JSON argument, else the environment variable JSON_INPUT.
+--parallel N (FILER_PARALLELISM, default 8) bounds the files moved at once.
 `
 
 type args struct {
@@ -54,7 +56,11 @@ func parseArgs(argv []string, stderr io.Writer) (args, error) {
 	fs.StringVar(&a.file, "file", "", "task JSON file (.gz: gzipped; -: stdin)")
 	fs.StringVar(&a.file, "f", "", "task JSON file")
 	fs.StringVar(&a.taskDir, "task-dir", "", "where the task volume is mounted")
-	fs.IntVar(&a.parallel, "parallel", 0, "files moved at once")
+	fs.Func("parallel", "files moved at once (1-256)", func(v string) error {
+		n, err := filer.ParseParallelism(v)
+		a.parallel = n
+		return err
+	})
 	var pos []string
 	for {
 		if err := fs.Parse(argv); err != nil {

@@ -156,6 +156,8 @@ func TestFailures(t *testing.T) {
 	}{
 		{"no mode", nil, 2, "missing mode"},
 		{"bad mode", []string{"sideways"}, 2, "neither inputs nor outputs"},
+		{"parallel 0", []string{"inputs", "--parallel", "0", "{}"}, 2, "not a whole number from 1 to 256"},
+		{"parallel too many", []string{"inputs", "--parallel=1000", "{}"}, 2, "not a whole number from 1 to 256"},
 		{"no task", []string{"inputs"}, 1, "no task JSON"},
 		{"bad JSON", []string{"inputs", "{"}, 1, "invalid task"},
 		{"missing file", []string{"inputs", "--file", "/nonexistent/JSON_INPUT.gz"}, 1, "no such file"},
@@ -176,6 +178,11 @@ func TestFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("FILER_PARALLELISM", "x")
+	if code, _, stderr := runCLI(t, "", "inputs", "{}"); code != 1 || !strings.Contains(stderr, "FILER_PARALLELISM") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	t.Setenv("FILER_PARALLELISM", "")
 	t.Setenv("FILER_HTTP_TIMEOUT", "soon")
 	if code, _, stderr := runCLI(t, "", "inputs", "{}"); code != 1 || !strings.Contains(stderr, "FILER_HTTP_TIMEOUT") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
