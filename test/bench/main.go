@@ -3,7 +3,9 @@
 // creation, as seen by a watch), handler time, API requests per step and for
 // a waiting task, the cost of a sweep over 1,000 and 10,000 tasks, events per
 // second of one handler, the TES API's create, get and list latency and the
-// cost of a page in a namespace of 10,000 tasks, and cold start to ready. Medians and percentiles are
+// cost of a page in a namespace of 10,000 tasks, and cold start to ready.
+// A polling baseline (baseline.go) runs the same tasks with a poller per
+// task, as TESK's taskmaster does, and the ratios are printed. Medians and percentiles are
 // of one run; the machine is shared, so compare figures of the same run.
 package main
 
