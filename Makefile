@@ -59,6 +59,13 @@ demo: cluster-bins build $(NODE_DEPS)
 bench: cluster-bins build
 	$(GO) run ./test/bench
 
+# TASKS tasks x 3 executors through the adapter into bin/handler, then the
+# same with two handler processes behind one address (BENCHMARKS.md).
+TASKS ?= 10000
+.PHONY: bench-scale
+bench-scale: cluster-bins build
+	$(GO) run ./test/benchscale -tasks $(TASKS)
+
 # The local control plane (test/cluster): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok and the ApiServerSource
 # adapter, built from the Go module proxy into

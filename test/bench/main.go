@@ -3,7 +3,9 @@
 // creation, as seen by a watch), handler time, API requests per step and for
 // a waiting task, the cost of a sweep over 1,000 and 10,000 tasks, events per
 // second of one handler, the TES API's create, get and list latency and the
-// cost of a page in a namespace of 10,000 tasks, and cold start to ready. Medians and percentiles are
+// cost of a page in a namespace of 10,000 tasks, and cold start to ready.
+// A polling baseline (baseline.go) runs the same tasks with a poller per
+// task, as TESK's taskmaster does, and the ratios are printed. Medians and percentiles are
 // of one run; the machine is shared, so compare figures of the same run.
 package main
 
@@ -31,7 +33,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
@@ -81,8 +82,19 @@ func run() error {
 			return err
 		}
 	}
-	if err := benchSweepAndLoad(ctx, c); err != nil {
+	if !*flagSkipSteps && *flagBaseline {
+		if err := benchPollingSteps(ctx, c); err != nil {
+			return err
+		}
+	}
+	waiting, err := benchSweepAndLoad(ctx, c)
+	if err != nil {
 		return err
+	}
+	if *flagBaseline {
+		if err := benchPollingWaiting(ctx, c, waiting); err != nil {
+			return err
+		}
 	}
 	if err := benchTES(ctx, c); err != nil {
 		return err
@@ -234,32 +246,11 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 	defer func() { _ = a.Stop() }()
 
 	// Watch the jobs: when each got a terminal condition, when each was added.
-	w, err := c.Client.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	times, stopWatch, err := watchJobs(ctx, c, ns)
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
-	var mu sync.Mutex
-	ended, added := map[string]time.Time{}, map[string]time.Time{}
-	go func() {
-		for ev := range w.ResultChan() {
-			j, ok := ev.Object.(*batchv1.Job)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			if ev.Type == watch.Added {
-				if _, seen := added[j.Name]; !seen {
-					added[j.Name] = now
-				}
-			}
-			if _, seen := ended[j.Name]; !seen && taskmeta.StatusOf(j) != taskmeta.JobRunning {
-				ended[j.Name] = now
-			}
-			mu.Unlock()
-		}
-	}()
+	defer stopWatch()
 
 	tasks := make(chan int)
 	var wg sync.WaitGroup
@@ -287,19 +278,8 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 		return fmt.Errorf("%d tasks did not complete", failed.Load())
 	}
 
-	mu.Lock()
-	var lat []time.Duration
-	for i := 0; i < *flagTasks; i++ {
-		task := fmt.Sprintf("bench-%04d", i)
-		for k := 0; k+1 < *flagExecutors; k++ {
-			e, ok1 := ended[fmt.Sprintf("%s-ex-%02d", task, k)]
-			n, ok2 := added[fmt.Sprintf("%s-ex-%02d", task, k+1)]
-			if ok1 && ok2 {
-				lat = append(lat, n.Sub(e))
-			}
-		}
-	}
-	mu.Unlock()
+	lat := times.gaps(*flagTasks, *flagExecutors, func(i int) string { return fmt.Sprintf("bench-%04d", i) })
+	figures.stepGaps = lat
 
 	fmt.Printf("== Steps: %d tasks of %d executors (no PVC), %d at once, fed by the ApiServerSource adapter; %.1fs\n",
 		*flagTasks, *flagExecutors, *flagParallel, elapsed.Seconds())
@@ -379,11 +359,11 @@ func postEvent(url, typ string, data []byte) (int, error) {
 // benchSweepAndLoad creates many waiting tasks (an anchor and a suspended
 // executor job each, as a task whose executor runs), then times sweeps over
 // them and the events one handler takes per second.
-func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
+func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 	ns := "bench-sweep"
 	in, err := newInstrumented(ctx, c, ns, steps.DefaultConfig())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	counts := []int{}
 	for _, s := range strings.Split(*flagSweep, ",") {
@@ -397,7 +377,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 	for _, n := range counts {
 		begin := time.Now()
 		if err := createWaitingTasks(ctx, c, ns, have, n); err != nil {
-			return err
+			return 0, err
 		}
 		fmt.Printf("  created %d tasks in %.1fs\n", n-have, time.Since(begin).Seconds())
 		have = n
@@ -414,7 +394,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 			start := time.Now()
 			res, err := in.srv.Runner.Sweep(listCtx, ns, fmt.Sprintf("bench-sweep-%d", i), in.srv.Metadata)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			ds = append(ds, time.Since(start))
 			var after runtime.MemStats
@@ -423,12 +403,16 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 			lists = append(lists, int64(len(res.Stepped)))
 			heap = append(heap, int64(after.TotalAlloc-before.TotalAlloc)>>20)
 			if res.Tasks != n || res.Active != n {
-				return fmt.Errorf("sweep saw %d tasks (%d active), want %d", res.Tasks, res.Active, n)
+				return 0, fmt.Errorf("sweep saw %d tasks (%d active), want %d", res.Tasks, res.Active, n)
 			}
 		}
+		if figures.sweepRequests == nil {
+			figures.sweepRequests = map[int]int64{}
+		}
+		figures.sweepRequests[n] = medianInt(reqs)
 		fmt.Printf("  %6d tasks: sweep %s  API requests %s  tasks stepped %s  allocated MiB %s\n", n, pct(ds), ipct(reqs), ipct(lists), ipct(heap))
 		if err := sweepHandlerProcess(c, ns, n); err != nil {
-			return err
+			return 0, err
 		}
 	}
 
@@ -447,7 +431,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
 	running, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "wait-00000-ex-00", metav1.GetOptions{})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	running.APIVersion, running.Kind = "batch/v1", "Job"
 	obj, _ := json.Marshal(running)
@@ -455,7 +439,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) error {
 	n, errs = load(hs.URL, "dev.knative.apiserver.resource.update", func(int) []byte { return obj })
 	fmt.Printf("  ApiServerSource update of a running job (ignored):   %.0f events/s, %.2f API requests per event, %d errors\n\n",
 		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
-	return nil
+	return have, nil
 }
 
 func load(url, typ string, data func(i int) []byte) (int, int) {
@@ -633,6 +617,10 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 	if err != nil {
 		return err
 	}
+	if figures.peakKiB == nil {
+		figures.peakKiB, figures.readyKiB = map[int]int64{}, map[int]int64{}
+	}
+	figures.peakKiB[n], figures.readyKiB[n] = peak, startRSS
 	fmt.Printf("  %6d tasks, bin/handler as a process: sweep %s  RSS at ready %.1f MB, peak %.1f MB\n", n, pct(ds), float64(startRSS)/1024, float64(peak)/1024)
 	return nil
 }
@@ -651,24 +639,4 @@ func procStatusKiB(pid int, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-func pct(ds []time.Duration) string {
-	if len(ds) == 0 {
-		return "no samples"
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
-	r := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(at(0.5)), r(at(0.9)), r(at(0.99)), r(s[len(s)-1]))
-}
-
-func ipct(v []int64) string {
-	if len(v) == 0 {
-		return "no samples"
-	}
-	s := append([]int64(nil), v...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return fmt.Sprintf("median %d max %d", s[len(s)/2], s[len(s)-1])
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// sortedDurations returns a sorted copy.
+func sortedDurations(ds []time.Duration) []time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s
+}
+
+// percentile is the nearest-rank percentile of sorted s (p in [0,1]): the
+// smallest sample with at least p of the samples at or below it.
+func percentile(s []time.Duration, p float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	rank := int(p*float64(len(s))+0.999999999) - 1
+	return s[max(0, min(len(s)-1, rank))]
+}
+
+func pct(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no samples"
+	}
+	s := sortedDurations(ds)
+	r := func(d time.Duration) string { return fmt.Sprintf("%.1fms", ms(d)) }
+	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(percentile(s, 0.5)), r(percentile(s, 0.9)), r(percentile(s, 0.99)), r(s[len(s)-1]))
+}
+
+func ipct(v []int64) string {
+	if len(v) == 0 {
+		return "no samples"
+	}
+	s := append([]int64(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return fmt.Sprintf("median %d max %d", s[len(s)/2], s[len(s)-1])
+}
+
+func median(ds []time.Duration) time.Duration {
+	return percentile(sortedDurations(ds), 0.5)
+}
+
+func medianInt(v []int64) int64 {
+	s := append([]int64(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

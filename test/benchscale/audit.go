@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// auditPolicy logs, at level Metadata and once per request (when its answer
+// is complete), the requests of the given users only.
+func auditPolicy(users []string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted, Panic]\nrules:\n- level: Metadata\n  users:\n")
+	for _, u := range users {
+		fmt.Fprintf(&b, "  - %q\n", u)
+	}
+	b.WriteString("- level: None\n")
+	return b.String()
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event that is counted.
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// auditCounts are the requests of one user in one namespace.
+type auditCounts struct {
+	// ByVerb counts requests by verb and resource ("create jobs").
+	ByVerb map[string]int
+	// JobCreates counts the successful (201) creates of each job by name;
+	// JobCreateConflicts the creates answered 409 (the job existed).
+	JobCreates         map[string]int
+	JobCreateConflicts int
+	Total              int
+}
+
+// countAudit reads a JSON-lines audit log and counts the ResponseComplete
+// events of user in namespace ns. A line that is not an audit event is an
+// error.
+func countAudit(r io.Reader, user, ns string) (auditCounts, error) {
+	c := auditCounts{ByVerb: map[string]int{}, JobCreates: map[string]int{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return c, fmt.Errorf("audit log line %d: %w", line, err)
+		}
+		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef == nil || ev.ObjectRef.Namespace != ns {
+			continue
+		}
+		res := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			res += "/" + ev.ObjectRef.Subresource
+		}
+		c.ByVerb[ev.Verb+" "+res]++
+		c.Total++
+		if ev.Verb == "create" && res == "jobs" && ev.ResponseStatus != nil {
+			switch ev.ResponseStatus.Code {
+			case 201:
+				// A create's objectRef has the name of the object once it is known.
+				c.JobCreates[ev.ObjectRef.Name]++
+			case 409:
+				c.JobCreateConflicts++
+			}
+		}
+	}
+	return c, sc.Err()
+}
+
+// createdTwice lists the jobs created more than once.
+func (c auditCounts) createdTwice() []string {
+	var twice []string
+	for name, n := range c.JobCreates {
+		if n > 1 {
+			twice = append(twice, name)
+		}
+	}
+	sort.Strings(twice)
+	return twice
+}
+
+// keys returns the verbs of ByVerb, sorted.
+func (c auditCounts) keys() []string {
+	k := make([]string, 0, len(c.ByVerb))
+	for v := range c.ByVerb {
+		k = append(k, v)
+	}
+	sort.Strings(k)
+	return k
+}

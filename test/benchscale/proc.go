@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
+// it is 100 on Linux for every architecture Go supports.
+const clockTicks = 100
+
+// cpuSeconds is the user and system CPU time of a process so far.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat
+// line; the command name (field 2) may contain spaces and parentheses, so
+// fields are counted from the last ')'.
+func parseStatCPU(stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want 13 or more", len(f))
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(f[11], &utime); err != nil {
+		return 0, fmt.Errorf("/proc stat utime: %w", err)
+	}
+	if _, err := fmt.Sscan(f[12], &stime); err != nil {
+		return 0, fmt.Errorf("/proc stat stime: %w", err)
+	}
+	return float64(utime+stime) / clockTicks, nil
+}
+
+// procStatusKiB reads a field of /proc/<pid>/status, in KiB.
+func procStatusKiB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var kib int64
+			_, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib)
+			return kib, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// loadAvg is /proc/loadavg's first three fields.
+func loadAvg() (string, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "", fmt.Errorf("/proc/loadavg: %q", b)
+	}
+	return strings.Join(f[:3], " "), nil
+}
