@@ -1,0 +1,106 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// APIFaultProxy sits in front of the Kubernetes API server. It answers a
+// WriteFaultRate share of writes (POST, PUT, PATCH, DELETE) itself with 429
+// (with Retry-After), 500 or 409 without forwarding them, delays a
+// ReadDelayRate share of reads by up to MaxReadDelay, and forwards all other
+// requests, credentials included, to the API server through Transport.
+type APIFaultProxy struct {
+	WriteFaultRate float64
+	ReadDelayRate  float64
+	MaxReadDelay   time.Duration
+
+	proxy *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	faulted map[string]int // "VERB code" -> count
+	writes  int
+	delayed int
+}
+
+// NewAPIFaultProxy returns a proxy to the API server at target.
+func NewAPIFaultProxy(target *url.URL, transport http.RoundTripper, seed uint64) *APIFaultProxy {
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.FlushInterval = -1 // watches stream
+	return &APIFaultProxy{
+		WriteFaultRate: 0.05, ReadDelayRate: 0.1, MaxReadDelay: 300 * time.Millisecond,
+		proxy:   rp,
+		rng:     rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)),
+		faulted: map[string]int{},
+	}
+}
+
+var faultCodes = []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusConflict}
+
+// ServeHTTP implements http.Handler.
+func (p *APIFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		p.mu.Lock()
+		p.writes++
+		code := 0
+		if p.rng.Float64() < p.WriteFaultRate {
+			code = faultCodes[p.rng.IntN(len(faultCodes))]
+			p.faulted[fmt.Sprintf("%s %d", r.Method, code)]++
+		}
+		p.mu.Unlock()
+		if code != 0 {
+			writeStatus(w, code)
+			return
+		}
+	case http.MethodGet:
+		if r.URL.Query().Get("watch") == "" {
+			p.mu.Lock()
+			var d time.Duration
+			if p.rng.Float64() < p.ReadDelayRate {
+				d = time.Duration(p.rng.Int64N(int64(p.MaxReadDelay) + 1))
+				p.delayed++
+			}
+			p.mu.Unlock()
+			time.Sleep(d)
+		}
+	}
+	p.proxy.ServeHTTP(w, r)
+}
+
+// writeStatus answers with a metav1.Status body as the API server does, so
+// client-go reports the reason (TooManyRequests, InternalError, Conflict).
+func writeStatus(w http.ResponseWriter, code int) {
+	reason := map[int]string{429: "TooManyRequests", 500: "InternalError", 409: "Conflict"}[code]
+	w.Header().Set("Content-Type", "application/json")
+	if code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(code)
+	fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"injected fault","reason":%q,"code":%d}`, reason, code)
+}
+
+// APIFaultCounts are the figures of an APIFaultProxy.
+type APIFaultCounts struct {
+	Writes     int
+	Faulted    map[string]int
+	ReadsDelay int
+}
+
+// Counts returns the figures so far.
+func (p *APIFaultProxy) Counts() APIFaultCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := make(map[string]int, len(p.faulted))
+	for k, v := range p.faulted {
+		f[k] = v
+	}
+	return APIFaultCounts{Writes: p.writes, Faulted: f, ReadsDelay: p.delayed}
+}
