@@ -39,6 +39,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -592,7 +593,7 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	startRSS, _ := procStatusKiB(cmd.Process.Pid, "VmRSS")
+	startRSS, _ := benchkit.ProcStatusKiB(cmd.Process.Pid, "VmRSS")
 	var ds []time.Duration
 	for i := 0; i < 5; i++ {
 		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(`{}`))
@@ -613,7 +614,7 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 		}
 		ds = append(ds, time.Since(start))
 	}
-	peak, err := procStatusKiB(cmd.Process.Pid, "VmHWM")
+	peak, err := benchkit.ProcStatusKiB(cmd.Process.Pid, "VmHWM")
 	if err != nil {
 		return err
 	}
@@ -623,20 +624,4 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 	figures.peakKiB[n], figures.readyKiB[n] = peak, startRSS
 	fmt.Printf("  %6d tasks, bin/handler as a process: sweep %s  RSS at ready %.1f MB, peak %.1f MB\n", n, pct(ds), float64(startRSS)/1024, float64(peak)/1024)
 	return nil
-}
-
-// procStatusKiB reads a field of /proc/<pid>/status, in KiB.
-func procStatusKiB(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			var kib int64
-			_, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib)
-			return kib, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 )
 
 // sortedDurations returns a sorted copy.
@@ -13,23 +15,13 @@ func sortedDurations(ds []time.Duration) []time.Duration {
 	return s
 }
 
-// percentile is the nearest-rank percentile of sorted s (p in [0,1]): the
-// smallest sample with at least p of the samples at or below it.
-func percentile(s []time.Duration, p float64) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	rank := int(p*float64(len(s))+0.999999999) - 1
-	return s[max(0, min(len(s)-1, rank))]
-}
-
 func pct(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "no samples"
 	}
 	s := sortedDurations(ds)
 	r := func(d time.Duration) string { return fmt.Sprintf("%.1fms", ms(d)) }
-	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(percentile(s, 0.5)), r(percentile(s, 0.9)), r(percentile(s, 0.99)), r(s[len(s)-1]))
+	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(benchkit.Percentile(s, 0.5)), r(benchkit.Percentile(s, 0.9)), r(benchkit.Percentile(s, 0.99)), r(s[len(s)-1]))
 }
 
 func ipct(v []int64) string {
@@ -42,7 +34,7 @@ func ipct(v []int64) string {
 }
 
 func median(ds []time.Duration) time.Duration {
-	return percentile(sortedDurations(ds), 0.5)
+	return benchkit.Percentile(sortedDurations(ds), 0.5)
 }
 
 func medianInt(v []int64) int64 {

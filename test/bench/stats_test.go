@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 )
 
 func TestPercentile(t *testing.T) {
@@ -14,19 +16,19 @@ func TestPercentile(t *testing.T) {
 		p    float64
 		want time.Duration
 	}{{0.5, 50 * time.Millisecond}, {0.9, 90 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
-		if got := percentile(s, c.p); got != c.want {
-			t.Errorf("percentile(1..100ms, %v) = %v, want %v", c.p, got, c.want)
+		if got := benchkit.Percentile(s, c.p); got != c.want {
+			t.Errorf("benchkit.Percentile(1..100ms, %v) = %v, want %v", c.p, got, c.want)
 		}
 	}
 	three := []time.Duration{1, 2, 3}
-	if got := percentile(three, 0.5); got != 2 {
-		t.Errorf("percentile([1 2 3], 0.5) = %v, want 2", got)
+	if got := benchkit.Percentile(three, 0.5); got != 2 {
+		t.Errorf("benchkit.Percentile([1 2 3], 0.5) = %v, want 2", got)
 	}
-	if got := percentile(three, 0.99); got != 3 {
-		t.Errorf("percentile([1 2 3], 0.99) = %v, want 3", got)
+	if got := benchkit.Percentile(three, 0.99); got != 3 {
+		t.Errorf("benchkit.Percentile([1 2 3], 0.99) = %v, want 3", got)
 	}
-	if got := percentile(nil, 0.5); got != 0 {
-		t.Errorf("percentile(nil) = %v, want 0", got)
+	if got := benchkit.Percentile(nil, 0.5); got != 0 {
+		t.Errorf("benchkit.Percentile(nil) = %v, want 0", got)
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -243,7 +244,7 @@ wait:
 		if err != nil {
 			return err
 		}
-		hwm, err := procStatusKiB(p.cmd.Process.Pid, "VmHWM")
+		hwm, err := benchkit.ProcStatusKiB(p.cmd.Process.Pid, "VmHWM")
 		if err != nil {
 			return err
 		}
@@ -466,14 +467,5 @@ func pct(ds []time.Duration) string {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	r := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(percentile(s, 0.5)), r(percentile(s, 0.9)), r(percentile(s, 0.99)), r(s[len(s)-1]))
-}
-
-// percentile is the nearest-rank percentile of sorted s.
-func percentile(s []time.Duration, p float64) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	rank := int(p*float64(len(s))+0.999999999) - 1
-	return s[max(0, min(len(s)-1, rank))]
+	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(benchkit.Percentile(s, 0.5)), r(benchkit.Percentile(s, 0.9)), r(benchkit.Percentile(s, 0.99)), r(s[len(s)-1]))
 }

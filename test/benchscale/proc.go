@@ -42,22 +42,6 @@ func parseStatCPU(stat string) (float64, error) {
 	return float64(utime+stime) / clockTicks, nil
 }
 
-// procStatusKiB reads a field of /proc/<pid>/status, in KiB.
-func procStatusKiB(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			var kib int64
-			_, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib)
-			return kib, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
 // loadAvg is /proc/loadavg's first three fields.
 func loadAvg() (string, error) {
 	b, err := os.ReadFile("/proc/loadavg")

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -29,7 +31,7 @@ func TestOwnProcess(t *testing.T) {
 	if _, err := cpuSeconds(os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
-	if kib, err := procStatusKiB(os.Getpid(), "VmHWM"); err != nil || kib <= 0 {
+	if kib, err := benchkit.ProcStatusKiB(os.Getpid(), "VmHWM"); err != nil || kib <= 0 {
 		t.Fatalf("VmHWM = %d, %v", kib, err)
 	}
 }
