@@ -312,9 +312,17 @@ func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
 		}
 		images = append(images, built...)
 	}
+	imported := map[string]bool{}
 	for _, img := range images {
-		if err := n.loadImage(ctx, img); err != nil {
-			return err
+		if err := pushToRegistry(ctx, img, n.Registry); err != nil {
+			return fmt.Errorf("image %s into the node's registry: %w", img.Ref, err)
+		}
+		// A tarball carries all its names: one import names them all.
+		if !imported[img.Tar] {
+			if err := n.importImage(ctx, img.Tar); err != nil {
+				return err
+			}
+			imported[img.Tar] = true
 		}
 		n.Images = append(n.Images, img.Ref)
 	}
@@ -694,15 +702,11 @@ func (n *RealNode) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
-// loadImage puts an image into the node's registry (under its reference's
-// repository, whatever registry it names) and imports it into containerd.
-func (n *RealNode) loadImage(ctx context.Context, img NodeImage) error {
-	if err := pushToRegistry(ctx, img, n.Registry); err != nil {
-		return fmt.Errorf("image %s into the node's registry: %w", img.Ref, err)
-	}
-	out, err := n.ctr(ctx, "images", "import", "--no-unpack=false", "--local", "--index-name", img.Ref, img.Tar)
-	if err != nil {
-		return fmt.Errorf("ctr images import %s (%s): %v: %s", img.Tar, img.Ref, err, strings.TrimSpace(string(out)))
+// importImage imports a tarball's images into containerd, under the names
+// the tarball gives them.
+func (n *RealNode) importImage(ctx context.Context, tar string) error {
+	if out, err := n.ctr(ctx, "images", "import", "--local", tar); err != nil {
+		return fmt.Errorf("ctr images import %s: %v: %s", tar, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

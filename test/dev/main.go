@@ -180,12 +180,10 @@ func realNodeStore(ctx context.Context, c *cluster.Cluster, n *cluster.RealNode,
 		store.Stop()
 		return nil, err
 	}
+	config, credentials := store.AWSConfig()
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: ns},
-		StringData: map[string]string{
-			"config":      fmt.Sprintf("[default]\nregion = us-east-1\nendpoint_url = %s\n", store.Endpoint),
-			"credentials": fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", store.AccessKey, store.Secret),
-		},
+		StringData: map[string]string{"config": config, "credentials": credentials},
 	}
 	secrets := c.Client.CoreV1().Secrets(ns)
 	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})

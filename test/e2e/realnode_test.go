@@ -125,12 +125,10 @@ func serveOn(t *testing.T, host string, h http.Handler) string {
 // awsSecret creates the filer's aws-secret for the S3 server.
 func (e *env) awsSecret(srv *s3server.Server) {
 	e.t.Helper()
+	config, credentials := srv.AWSConfig()
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: e.ns},
-		StringData: map[string]string{
-			"config":      fmt.Sprintf("[default]\nregion = us-east-1\nendpoint_url = %s\n", srv.Endpoint),
-			"credentials": fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", srv.AccessKey, srv.Secret),
-		},
+		StringData: map[string]string{"config": config, "credentials": credentials},
 	}
 	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)

@@ -154,14 +154,22 @@ func (s *Server) Get(ctx context.Context, bucket, key string) (string, error) {
 	return string(b), err
 }
 
+// AWSConfig is the content of an AWS config and credentials file for the
+// server, as the filer's aws-secret holds them (keys config, credentials).
+func (s *Server) AWSConfig() (config, credentials string) {
+	return fmt.Sprintf("[default]\nregion = us-east-1\nendpoint_url = %s\n", s.Endpoint),
+		fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", s.AccessKey, s.Secret)
+}
+
 // WriteAWSConfig writes an AWS config and credentials file for the server,
 // as the aws-secret mounted into the filer holds them, and returns their
 // paths.
 func (s *Server) WriteAWSConfig(dir string) (config, creds string, err error) {
+	cfg, cred := s.AWSConfig()
 	config, creds = filepath.Join(dir, "config"), filepath.Join(dir, "credentials")
-	if err = os.WriteFile(config, []byte(fmt.Sprintf("[default]\nregion = us-east-1\nendpoint_url = %s\n", s.Endpoint)), 0o600); err != nil {
+	if err = os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		return
 	}
-	err = os.WriteFile(creds, []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", s.AccessKey, s.Secret)), 0o600)
+	err = os.WriteFile(creds, []byte(cred), 0o600)
 	return
 }
