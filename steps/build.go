@@ -133,6 +133,9 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 		{Name: "AWS_CONFIG_FILE", Value: path.Join(awsMountPath, "config")},
 		{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: path.Join(awsMountPath, "credentials")},
 	}
+	if cfg.FilerParallelism > 0 {
+		env = append(env, corev1.EnvVar{Name: "FILER_PARALLELISM", Value: strconv.Itoa(cfg.FilerParallelism)})
+	}
 	env = append(env, ftpEnv(cfg)...)
 	for _, kv := range [][2]string{{"TESK_FTP_HOSTS", cfg.FTPHosts}, {"HOST_BASE_PATH", cfg.HostBasePath}, {"CONTAINER_BASE_PATH", cfg.ContainerBasePath}} {
 		if kv[1] != "" {

@@ -291,6 +291,19 @@ func TestBuildFilerJob(t *testing.T) {
 		wantInt32(t, "backoffLimit after the config changed", j.Spec.BackoffLimit, 5)
 	})
 
+	t.Run("behaviour §3: FILER_PARALLELISM is passed on when set", func(t *testing.T) {
+		cfg := DefaultConfig()
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		if v, ok := env["FILER_PARALLELISM"]; ok {
+			t.Errorf("unset, the filer still gets FILER_PARALLELISM=%q", v.Value)
+		}
+		cfg.FilerParallelism = 12
+		env = envOf(BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		if env["FILER_PARALLELISM"].Value != "12" {
+			t.Errorf("FILER_PARALLELISM = %q, want 12", env["FILER_PARALLELISM"].Value)
+		}
+	})
+
 	t.Run("behaviour §3: FILER_HTTP_TIMEOUT, TESK_FTP_HOSTS, HOST_BASE_PATH and CONTAINER_BASE_PATH are passed on", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FilerHTTPTimeout = "30"

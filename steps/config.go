@@ -21,17 +21,21 @@ import (
 
 // Defaults of the options.
 const (
-	DefaultNamespace     = "default"
-	DefaultPodTimeout    = 240 * time.Second
-	DefaultFilerName     = "ghcr.io/elixir-cloud-aai/tesk-knative-filer"
-	DefaultFilerVersion  = "latest"
-	DefaultFilerTimeout  = "300"
-	maxFilerTimeout      = 1e9
-	DefaultDiskGB        = 1.0
-	AWSSecretName        = "aws-secret"
-	maxInt32             = math.MaxInt32
-	defaultFilerUID      = 65532
-	recordedMissingGrace = 60 * time.Second
+	DefaultNamespace    = "default"
+	DefaultPodTimeout   = 240 * time.Second
+	DefaultFilerName    = "ghcr.io/elixir-cloud-aai/tesk-knative-filer"
+	DefaultFilerVersion = "latest"
+	DefaultFilerTimeout = "300"
+	maxFilerTimeout     = 1e9
+	// The filer's bounds of FILER_PARALLELISM (filer.DefaultParallelism,
+	// filer.MaxParallelism).
+	defaultFilerParallelism = 8
+	maxFilerParallelism     = 256
+	DefaultDiskGB           = 1.0
+	AWSSecretName           = "aws-secret"
+	maxInt32                = math.MaxInt32
+	defaultFilerUID         = 65532
+	recordedMissingGrace    = 60 * time.Second
 )
 
 // Config is everything a step depends on besides the cluster: the options
@@ -47,6 +51,7 @@ type Config struct {
 	ExecutorBackoffLimit *int32
 	FilerBackoffLimit    *int32
 	FilerHTTPTimeout     string
+	FilerParallelism     int // files each filer moves at once; 0: the filer's default
 	StorageClassName     string
 	MaxQueue             time.Duration // 0: pods may wait to be scheduled forever
 	TaskTTL              *time.Duration
@@ -150,6 +155,13 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds up to %g; using %s", v, float64(maxFilerTimeout), DefaultFilerTimeout)
 		} else {
 			cfg.FilerHTTPTimeout = v
+		}
+	}
+	if v := get("FILER_PARALLELISM"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > maxFilerParallelism {
+			bad("error", "FILER_PARALLELISM", "%q is not a whole number from 1 to %d; the filer moves %d files at once", v, maxFilerParallelism, defaultFilerParallelism)
+		} else {
+			cfg.FilerParallelism = n
 		}
 	}
 	cfg.StorageClassName = get("STORAGE_CLASS_NAME")

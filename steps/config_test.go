@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/filer"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -178,6 +179,74 @@ func TestLoadEnv(t *testing.T) {
 			check: func(t *testing.T, c Config) {
 				if c.FilerHTTPTimeout != DefaultFilerTimeout {
 					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
+				}
+			},
+		},
+		{
+			name: "FILER_PARALLELISM from 1 to 256, spaces allowed",
+			env:  map[string]string{"FILER_PARALLELISM": " 16 "},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 16 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
+				}
+			},
+		},
+		{
+			name: "FILER_PARALLELISM 256, the most",
+			env:  map[string]string{"FILER_PARALLELISM": "256"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 256 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
+				}
+			},
+		},
+		{
+			name:   "FILER_PARALLELISM 0: an error, the filer's default",
+			env:    map[string]string{"FILER_PARALLELISM": "0"},
+			issues: []string{"error FILER_PARALLELISM"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 0 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
+				}
+			},
+		},
+		{
+			name:   "FILER_PARALLELISM 257: an error, the filer's default",
+			env:    map[string]string{"FILER_PARALLELISM": "257"},
+			issues: []string{"error FILER_PARALLELISM"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 0 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
+				}
+			},
+		},
+		{
+			name:   "FILER_PARALLELISM -1: an error, the filer's default",
+			env:    map[string]string{"FILER_PARALLELISM": "-1"},
+			issues: []string{"error FILER_PARALLELISM"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 0 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
+				}
+			},
+		},
+		{
+			name:   "FILER_PARALLELISM eight: an error, the filer's default",
+			env:    map[string]string{"FILER_PARALLELISM": "eight"},
+			issues: []string{"error FILER_PARALLELISM"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 0 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
+				}
+			},
+		},
+		{
+			name:   "FILER_PARALLELISM 1.5: an error, the filer's default",
+			env:    map[string]string{"FILER_PARALLELISM": "1.5"},
+			issues: []string{"error FILER_PARALLELISM"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerParallelism != 0 {
+					t.Errorf("FilerParallelism %d", c.FilerParallelism)
 				}
 			},
 		},
@@ -537,5 +606,13 @@ func wantNoFileTransfer(t *testing.T, c Config) {
 	t.Helper()
 	if c.HostBasePath != "" || c.ContainerBasePath != "" || c.TransferPVCName != "" {
 		t.Errorf("host %q container %q pvc %q, want file:// transfers off", c.HostBasePath, c.ContainerBasePath, c.TransferPVCName)
+	}
+}
+
+// The handler checks FILER_PARALLELISM against the filer's own bounds.
+func TestFilerParallelismBoundsAreTheFilers(t *testing.T) {
+	if defaultFilerParallelism != filer.DefaultParallelism || maxFilerParallelism != filer.MaxParallelism {
+		t.Errorf("handler: default %d, max %d; filer: default %d, max %d",
+			defaultFilerParallelism, maxFilerParallelism, filer.DefaultParallelism, filer.MaxParallelism)
 	}
 }
