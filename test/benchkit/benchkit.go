@@ -1,5 +1,6 @@
 // Package benchkit holds what the benchmark programs (test/bench,
-// test/benchscale) share: percentiles and a process's memory from /proc.
+// test/benchscale, test/chaos) share: percentiles, a process's memory from
+// /proc, and the API server's audit log.
 package benchkit
 
 import (

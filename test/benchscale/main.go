@@ -30,9 +30,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -88,7 +85,7 @@ func run() error {
 		users = append(users, "system:serviceaccount:"+namespace(r)+":"+devstack.HandlerRole)
 	}
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy(users)), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(benchkit.AuditPolicy(users)), 0o600); err != nil {
 		return err
 	}
 	auditLog := filepath.Join(dir, "audit.log")
@@ -182,8 +179,8 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 	if err != nil {
 		return err
 	}
-	ended := make(chan taskEnd, *flagTasks)
-	if err := watchAnchors(wctx, c, ns, ended); err != nil {
+	ended := make(chan benchkit.TaskEnd, *flagTasks)
+	if err := benchkit.WatchAnchors(wctx, c.Client, ns, ended); err != nil {
 		return err
 	}
 
@@ -224,8 +221,8 @@ wait:
 		select {
 		case e := <-ended:
 			done++
-			if e.state != "COMPLETE" {
-				notComplete[e.state]++
+			if e.State != "COMPLETE" {
+				notComplete[e.State]++
 			}
 			<-slots
 		case <-progress.C:
@@ -271,16 +268,16 @@ wait:
 	if err != nil {
 		return err
 	}
-	counts, err := countAudit(f, "system:serviceaccount:"+ns+":"+devstack.HandlerRole, ns)
+	counts, err := benchkit.CountAudit(f, "system:serviceaccount:"+ns+":"+devstack.HandlerRole, ns)
 	f.Close()
 	if err != nil {
 		return err
 	}
 	fmt.Printf("  handler API requests (audit log): %d in all, %.2f per task; by verb and resource, per task:\n", counts.Total, float64(counts.Total)/float64(max(done, 1)))
-	for _, k := range counts.keys() {
+	for _, k := range counts.Keys() {
 		fmt.Printf("    %-28s %8d  %6.2f\n", k, counts.ByVerb[k], float64(counts.ByVerb[k])/float64(max(done, 1)))
 	}
-	twice := counts.createdTwice()
+	twice := counts.CreatedTwice()
 	fmt.Printf("  jobs created: %d distinct, %d created more than once %v, %d creates answered 409 AlreadyExists\n\n",
 		len(counts.JobCreates), len(twice), firstN(twice, 5), counts.JobCreateConflicts)
 	if len(twice) > 0 {
@@ -333,19 +330,9 @@ type jobTimes struct {
 	ended, added map[string]time.Time
 }
 
-// retryWatch watches from the current state on, resuming after the API
-// server closes the watch.
-func retryWatch(ctx context.Context, list func(context.Context) (string, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
-	rv, err := list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: w})
-}
-
 func watchJobs(ctx context.Context, c *cluster.Cluster, ns string) (*jobTimes, error) {
 	jobs := c.Client.BatchV1().Jobs(ns)
-	w, err := retryWatch(ctx, func(ctx context.Context) (string, error) {
+	w, err := benchkit.RetryWatch(ctx, func(ctx context.Context) (string, error) {
 		l, err := jobs.List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return "", err
@@ -399,51 +386,6 @@ func (t *jobTimes) gaps(tasks, executors int, task func(int) string) []time.Dura
 		}
 	}
 	return lat
-}
-
-type taskEnd struct{ task, state string }
-
-// watchAnchors sends each task once, when its anchor first has a final
-// state.
-func watchAnchors(ctx context.Context, c *cluster.Cluster, ns string, out chan<- taskEnd) error {
-	cms := c.Client.CoreV1().ConfigMaps(ns)
-	w, err := retryWatch(ctx, func(ctx context.Context) (string, error) {
-		l, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, cms.Watch)
-	if err != nil {
-		return err
-	}
-	go func() {
-		defer w.Stop()
-		seen := map[string]bool{}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				cm, ok := ev.Object.(*corev1.ConfigMap)
-				if !ok || seen[cm.Name] {
-					continue
-				}
-				if st := cm.Annotations[taskmeta.AnnotationState]; st != "" {
-					seen[cm.Name] = true
-					select {
-					case out <- taskEnd{cm.Name, st}:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
-		}
-	}()
-	return nil
 }
 
 func waitReady(url string) error {

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestCountAudit(t *testing.T) {
 		`{"kind":"Event","stage":"ResponseComplete","verb":"create","user":{"username":"` + handler + `"},"objectRef":{"resource":"jobs","namespace":"scale-2","name":"t-ex-00"},"responseStatus":{"code":201}}`,
 		`{"kind":"Event","stage":"ResponseComplete","verb":"get","user":{"username":"` + handler + `"},"responseStatus":{"code":200}}`,
 	}, "\n")
-	c, err := countAudit(strings.NewReader(log), handler, "scale-1")
+	c, err := CountAudit(strings.NewReader(log), handler, "scale-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,23 +45,23 @@ func TestCountAudit(t *testing.T) {
 	if c.JobCreateConflicts != 1 {
 		t.Errorf("JobCreateConflicts = %d, want 1", c.JobCreateConflicts)
 	}
-	if got := c.createdTwice(); len(got) != 1 || got[0] != "t-ex-01" {
-		t.Errorf("createdTwice = %v, want [t-ex-01]", got)
+	if got := c.CreatedTwice(); len(got) != 1 || got[0] != "t-ex-01" {
+		t.Errorf("CreatedTwice = %v, want [t-ex-01]", got)
 	}
-	if got := c.keys(); strings.Join(got, ",") != "create jobs,get configmaps,get pods/log" {
+	if got := c.Keys(); strings.Join(got, ",") != "create jobs,get configmaps,get pods/log" {
 		t.Errorf("keys = %v", got)
 	}
 }
 
 func TestCountAuditBadLine(t *testing.T) {
-	_, err := countAudit(strings.NewReader("{\"stage\":\"ResponseComplete\"}\nnot json\n"), handler, "scale-1")
+	_, err := CountAudit(strings.NewReader("{\"stage\":\"ResponseComplete\"}\nnot json\n"), handler, "scale-1")
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("err = %v, want an error naming line 2", err)
 	}
 }
 
 func TestAuditPolicy(t *testing.T) {
-	p := auditPolicy([]string{handler})
+	p := AuditPolicy([]string{handler})
 	for _, want := range []string{"kind: Policy", "level: Metadata", `- "` + handler + `"`, "- level: None"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("policy lacks %q:\n%s", want, p)

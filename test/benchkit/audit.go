@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bufio"
@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// auditPolicy logs, at level Metadata and once per request (when its answer
+// AuditPolicy logs, at level Metadata and once per request (when its answer
 // is complete), the requests of the given users only.
-func auditPolicy(users []string) string {
+func AuditPolicy(users []string) string {
 	var b strings.Builder
 	b.WriteString("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted, Panic]\nrules:\n- level: Metadata\n  users:\n")
 	for _, u := range users {
@@ -39,8 +39,8 @@ type auditEvent struct {
 	} `json:"responseStatus"`
 }
 
-// auditCounts are the requests of one user in one namespace.
-type auditCounts struct {
+// AuditCounts are the requests of one user in one namespace.
+type AuditCounts struct {
 	// ByVerb counts requests by verb and resource ("create jobs").
 	ByVerb map[string]int
 	// JobCreates counts the successful (201) creates of each job by name;
@@ -50,11 +50,11 @@ type auditCounts struct {
 	Total              int
 }
 
-// countAudit reads a JSON-lines audit log and counts the ResponseComplete
+// CountAudit reads a JSON-lines audit log and counts the ResponseComplete
 // events of user in namespace ns. A line that is not an audit event is an
 // error.
-func countAudit(r io.Reader, user, ns string) (auditCounts, error) {
-	c := auditCounts{ByVerb: map[string]int{}, JobCreates: map[string]int{}}
+func CountAudit(r io.Reader, user, ns string) (AuditCounts, error) {
+	c := AuditCounts{ByVerb: map[string]int{}, JobCreates: map[string]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	line := 0
@@ -89,8 +89,8 @@ func countAudit(r io.Reader, user, ns string) (auditCounts, error) {
 	return c, sc.Err()
 }
 
-// createdTwice lists the jobs created more than once.
-func (c auditCounts) createdTwice() []string {
+// CreatedTwice lists the jobs created more than once.
+func (c AuditCounts) CreatedTwice() []string {
 	var twice []string
 	for name, n := range c.JobCreates {
 		if n > 1 {
@@ -101,8 +101,8 @@ func (c auditCounts) createdTwice() []string {
 	return twice
 }
 
-// keys returns the verbs of ByVerb, sorted.
-func (c auditCounts) keys() []string {
+// Keys returns the verbs of ByVerb, sorted.
+func (c AuditCounts) Keys() []string {
 	k := make([]string, 0, len(c.ByVerb))
 	for v := range c.ByVerb {
 		k = append(k, v)
