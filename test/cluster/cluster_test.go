@@ -515,3 +515,28 @@ func TestFateFromImage(t *testing.T) {
 		return p.Status.Phase == corev1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ErrImagePull"
 	})
 }
+
+// The image fate.tesk.test/forever starts the pod and keeps it running, past
+// every delay a pod of another fate would end after.
+func TestFateForever(t *testing.T) {
+	ns := namespace(t)
+	pod := newPod("forever", map[string]string{})
+	pod.Spec.Containers[0].Image = "fate.tesk.test/forever"
+	if _, err := shared.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "forever", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	time.Sleep(2 * time.Second) // ten times the default delay
+	p, err := shared.Client.CoreV1().Pods(ns).Get(context.Background(), "forever", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Fatalf("phase %s after 2 s, want still Running", p.Status.Phase)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			t.Errorf("container %s: state %+v, want running", cs.Name, cs.State)
+		}
+	}
+}
