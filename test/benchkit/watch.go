@@ -23,8 +23,8 @@ func RetryWatch(ctx context.Context, list func(context.Context) (string, error),
 	return watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: w})
 }
 
-// TaskEnd is a task and the final state on its anchor.
-type TaskEnd struct{ Task, State string }
+// TaskEnd is a task and the final state on its anchor, with its reason.
+type TaskEnd struct{ Task, State, Reason string }
 
 // WatchAnchors sends each task of namespace ns once, when its anchor first
 // has a final state.
@@ -58,7 +58,7 @@ func WatchAnchors(ctx context.Context, client kubernetes.Interface, ns string, o
 				if st := cm.Annotations[taskmeta.AnnotationState]; st != "" {
 					seen[cm.Name] = true
 					select {
-					case out <- TaskEnd{cm.Name, st}:
+					case out <- TaskEnd{cm.Name, st, cm.Annotations[taskmeta.AnnotationReason]}:
 					case <-ctx.Done():
 						return
 					}
