@@ -66,6 +66,15 @@ TASKS ?= 10000
 bench-scale: cluster-bins build
 	$(GO) run ./test/benchscale -tasks $(TASKS)
 
+# The chaos run: CHAOS_TASKS generated TES tasks, clean and then under
+# faults (events dropped, duplicated, reordered; the handler SIGKILLed and
+# restarted; the handler's writes failed by a proxy before the API server),
+# compared task by task (test/chaos). make test runs a short one.
+CHAOS_TASKS ?= 200
+.PHONY: chaos
+chaos: cluster-bins build
+	$(GO) run ./test/chaos/cmd/chaos -tasks $(CHAOS_TASKS)
+
 # The local control plane (test/cluster): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok and the ApiServerSource
 # adapter, built from the Go module proxy into

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync"
@@ -14,19 +15,23 @@ import (
 // WriteFaultRate share of writes (POST, PUT, PATCH, DELETE) itself with 429
 // (with Retry-After), 500 or 409 without forwarding them, delays a
 // ReadDelayRate share of reads by up to MaxReadDelay, and forwards all other
-// requests, credentials included, to the API server through Transport.
+// requests, credentials included, to the API server through Transport. A
+// LostAnswerRate share of writes is forwarded and done, and then answered
+// 500 all the same, as when a connection breaks after the API server acted.
 type APIFaultProxy struct {
 	WriteFaultRate float64
+	LostAnswerRate float64
 	ReadDelayRate  float64
 	MaxReadDelay   time.Duration
 
 	proxy *httputil.ReverseProxy
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	faulted map[string]int // "VERB code" -> count
-	writes  int
-	delayed int
+	mu          sync.Mutex
+	rng         *rand.Rand
+	faulted     map[string]int // "VERB code" -> count
+	writes      int
+	delayed     int
+	proxyErrors int
 }
 
 // NewAPIFaultProxy returns a proxy to the API server at target.
@@ -34,12 +39,21 @@ func NewAPIFaultProxy(target *url.URL, transport http.RoundTripper, seed uint64)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = transport
 	rp.FlushInterval = -1 // watches stream
-	return &APIFaultProxy{
+	p := &APIFaultProxy{
 		WriteFaultRate: 0.05, ReadDelayRate: 0.1, MaxReadDelay: 300 * time.Millisecond,
 		proxy:   rp,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)),
 		faulted: map[string]int{},
 	}
+	// A request its client gave up on (a killed handler, a step's timeout)
+	// is counted, not logged.
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		p.mu.Lock()
+		p.proxyErrors++
+		p.mu.Unlock()
+		w.WriteHeader(http.StatusBadGateway)
+	}
+	return p
 }
 
 var faultCodes = []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusConflict}
@@ -50,14 +64,23 @@ func (p *APIFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		p.mu.Lock()
 		p.writes++
-		code := 0
-		if p.rng.Float64() < p.WriteFaultRate {
+		code, lost := 0, false
+		switch x := p.rng.Float64(); {
+		case x < p.WriteFaultRate:
 			code = faultCodes[p.rng.IntN(len(faultCodes))]
 			p.faulted[fmt.Sprintf("%s %d", r.Method, code)]++
+		case x < p.WriteFaultRate+p.LostAnswerRate:
+			lost = true
+			p.faulted[r.Method+" done, answered 500"]++
 		}
 		p.mu.Unlock()
 		if code != 0 {
 			writeStatus(w, code)
+			return
+		}
+		if lost {
+			p.proxy.ServeHTTP(httptest.NewRecorder(), r)
+			writeStatus(w, http.StatusInternalServerError)
 			return
 		}
 	case http.MethodGet:
@@ -92,6 +115,9 @@ type APIFaultCounts struct {
 	Writes     int
 	Faulted    map[string]int
 	ReadsDelay int
+	// ProxyErrors are requests that did not reach the API server or whose
+	// answer did not reach the client (the client had gone).
+	ProxyErrors int
 }
 
 // Counts returns the figures so far.
@@ -102,5 +128,5 @@ func (p *APIFaultProxy) Counts() APIFaultCounts {
 	for k, v := range p.faulted {
 		f[k] = v
 	}
-	return APIFaultCounts{Writes: p.writes, Faulted: f, ReadsDelay: p.delayed}
+	return APIFaultCounts{Writes: p.writes, Faulted: f, ReadsDelay: p.delayed, ProxyErrors: p.proxyErrors}
 }

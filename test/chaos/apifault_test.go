@@ -28,6 +28,7 @@ func TestAPIFaultProxyFaultsWritesAndForwardsTheRest(t *testing.T) {
 	u, _ := url.Parse(api.URL)
 	p := NewAPIFaultProxy(u, api.Client().Transport, 3)
 	p.MaxReadDelay = 5 * time.Millisecond
+	p.LostAnswerRate = 0.03
 	front := httptest.NewTLSServer(p)
 	defer front.Close()
 	c := front.Client()
@@ -70,15 +71,24 @@ func TestAPIFaultProxyFaultsWritesAndForwardsTheRest(t *testing.T) {
 	}
 
 	cnt := p.Counts()
-	total := 0
-	for _, v := range cnt.Faulted {
-		total += v
+	total, lost := 0, 0
+	for k, v := range cnt.Faulted {
+		if strings.HasSuffix(k, " done, answered 500") {
+			lost += v
+		} else {
+			total += v
+		}
 	}
+	// A lost answer's write was done: it reached the API server.
 	if cnt.Writes != n || int(backendWrites.Load()) != n-total {
-		t.Errorf("writes %d, forwarded %d, faulted %d", cnt.Writes, backendWrites.Load(), total)
+		t.Errorf("writes %d, forwarded %d, faulted %d, done and answered 500 %d", cnt.Writes, backendWrites.Load(), total, lost)
 	}
-	if faults[429]+faults[500]+faults[409] != total {
+	if faults[429]+faults[500]+faults[409] != total+lost {
 		t.Errorf("client saw %v, proxy counted %v", faults, cnt.Faulted)
+	}
+	// 3 % of 1000: far outside 8..60 means the rate is wrong.
+	if lost < 8 || lost > 60 {
+		t.Errorf("%d of %d writes done and answered 500 at rate 0.03", lost, n)
 	}
 	// 5 % of 1000: far outside 20..90 means the rate is wrong.
 	if total < 20 || total > 90 {

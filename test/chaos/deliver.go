@@ -20,6 +20,9 @@ type DeliveryCounts struct {
 	Delayed    int64 // forwards held back before sending
 	Forwarded  int64 // forwards sent (all copies)
 	Failed     int64 // forwards the target refused or did not answer
+	// DroppedByType counts the dropped events by CloudEvent type
+	// ("structured" for a structured-mode event).
+	DroppedByType map[string]int64
 }
 
 // DeliveryProxy accepts events (HTTP POSTs, CloudEvents in binary or
@@ -34,9 +37,10 @@ type DeliveryProxy struct {
 	MaxDelay  time.Duration
 	Client    *http.Client
 
-	mu  sync.Mutex
-	rng *rand.Rand
-	wg  sync.WaitGroup
+	mu            sync.Mutex
+	rng           *rand.Rand
+	droppedByType map[string]int64
+	wg            sync.WaitGroup
 
 	received, dropped, duplicated, delayed, forwarded, failed atomic.Int64
 }
@@ -45,8 +49,9 @@ type DeliveryProxy struct {
 func NewDeliveryProxy(target string, seed uint64, dropRate float64, maxCopies int, maxDelay time.Duration) *DeliveryProxy {
 	return &DeliveryProxy{
 		Target: target, DropRate: dropRate, MaxCopies: maxCopies, MaxDelay: maxDelay,
-		Client: &http.Client{Timeout: 30 * time.Second},
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		Client:        &http.Client{Timeout: 30 * time.Second},
+		rng:           rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		droppedByType: map[string]int64{},
 	}
 }
 
@@ -82,6 +87,13 @@ func (p *DeliveryProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 	if drop {
 		p.dropped.Add(1)
+		typ := r.Header.Get("Ce-Type")
+		if typ == "" {
+			typ = "structured"
+		}
+		p.mu.Lock()
+		p.droppedByType[typ]++
+		p.mu.Unlock()
 		return
 	}
 	if len(delays) > 1 {
@@ -126,7 +138,13 @@ func (p *DeliveryProxy) Wait() { p.wg.Wait() }
 
 // Counts returns the figures so far.
 func (p *DeliveryProxy) Counts() DeliveryCounts {
-	return DeliveryCounts{
+	p.mu.Lock()
+	byType := make(map[string]int64, len(p.droppedByType))
+	for k, v := range p.droppedByType {
+		byType[k] = v
+	}
+	p.mu.Unlock()
+	return DeliveryCounts{DroppedByType: byType,
 		Received: p.received.Load(), Dropped: p.dropped.Load(), Duplicated: p.duplicated.Load(),
 		Delayed: p.delayed.Load(), Forwarded: p.forwarded.Load(), Failed: p.failed.Load(),
 	}

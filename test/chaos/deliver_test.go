@@ -34,6 +34,7 @@ func TestDeliveryProxyForwardsDuplicatesAndDrops(t *testing.T) {
 		id := fmt.Sprintf("ev-%d", i)
 		req, _ := http.NewRequest(http.MethodPost, front.URL, strings.NewReader(id))
 		req.Header.Set("Ce-Id", id)
+		req.Header.Set("Ce-Type", []string{"a", "b"}[i%2])
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -74,5 +75,8 @@ func TestDeliveryProxyForwardsDuplicatesAndDrops(t *testing.T) {
 	}
 	if dup == 0 {
 		t.Errorf("no event was duplicated")
+	}
+	if c.DroppedByType["a"]+c.DroppedByType["b"] != c.Dropped || c.DroppedByType["a"] == 0 || c.DroppedByType["b"] == 0 {
+		t.Errorf("dropped by type %v, dropped %d", c.DroppedByType, c.Dropped)
 	}
 }

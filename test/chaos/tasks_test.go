@@ -29,8 +29,25 @@ func TestGenerateTasksIsSeededAndMixed(t *testing.T) {
 				}
 			}
 		}
+		want := "COMPLETE"
+		for i, e := range ex {
+			e := e.(map[string]any)
+			if v, ok := e["ignore_error"]; ok && !v.(bool) {
+				want = "EXECUTOR_ERROR"
+			}
+			if e["image"] == "fate.tesk.test/forever" && (!tk.Cancel || i != len(ex)-1) {
+				t.Errorf("%s: executor %d runs forever but the task is not cancelled after it", tk.Name, i)
+			}
+		}
 		if tk.Cancel {
 			cancelled++
+			if want != "COMPLETE" || ex[len(ex)-1].(map[string]any)["image"] != "fate.tesk.test/forever" {
+				t.Errorf("%s: a cancelled task must fail nowhere and run forever last: %v", tk.Name, ex)
+			}
+			want = "CANCELED"
+		}
+		if tk.Want != want {
+			t.Errorf("%s: Want %s, the spec gives %s", tk.Name, tk.Want, want)
 		}
 	}
 	if len(execs) != 3 || execs[0] != 0 || execs[4] != 0 {

@@ -1,0 +1,112 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Print writes the figures of both runs side by side and the verdict.
+func (r *Report) Print(w io.Writer) {
+	runs := []*Result{r.Clean, r.Chaos}
+	row := func(label string, f func(*Result) string) {
+		fmt.Fprintf(w, "  %-44s", label)
+		for _, x := range runs {
+			fmt.Fprintf(w, " %18s", f(x))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\n  %-44s %18s %18s\n", "", "clean", "chaos")
+	row("tasks ended", func(x *Result) string { return fmt.Sprint(len(x.States)) })
+	for _, st := range states(runs) {
+		row("  "+st, func(x *Result) string { return fmt.Sprint(count(x.States, st)) })
+	}
+	row("time to converge (first submit -> last end)", func(x *Result) string { return fmt.Sprintf("%.1fs", x.Converged.Seconds()) })
+	row("then until nothing was left (TTL)", func(x *Result) string { return fmt.Sprintf("%.1fs", x.Cleared.Seconds()) })
+	row("events received by the delivery proxy", func(x *Result) string { return fmt.Sprint(x.Delivery.Received) })
+	row("  dropped", func(x *Result) string { return fmt.Sprint(x.Delivery.Dropped) })
+	row("  delivered more than once", func(x *Result) string { return fmt.Sprint(x.Delivery.Duplicated) })
+	row("  copies delayed", func(x *Result) string { return fmt.Sprint(x.Delivery.Delayed) })
+	row("  copies sent / not taken (handler down...)", func(x *Result) string {
+		return fmt.Sprintf("%d / %d", x.Delivery.Forwarded, x.Delivery.Failed)
+	})
+	for _, typ := range droppedTypes(runs) {
+		row("  dropped "+strings.TrimPrefix(typ, "dev.knative."), func(x *Result) string { return fmt.Sprint(x.Delivery.DroppedByType[typ]) })
+	}
+	row("handler SIGKILLed and restarted", func(x *Result) string { return fmt.Sprint(x.Kills) })
+	row("handler writes through the fault proxy", func(x *Result) string { return fmt.Sprint(x.API.Writes) })
+	for _, k := range faultKinds(runs) {
+		row("  answered "+k+" by the proxy", func(x *Result) string { return fmt.Sprint(x.API.Faulted[k]) })
+	}
+	row("  reads delayed", func(x *Result) string { return fmt.Sprint(x.API.ReadsDelay) })
+	row("  requests the client gave up on", func(x *Result) string { return fmt.Sprint(x.API.ProxyErrors) })
+	row("sweeps posted / not answered 200", func(x *Result) string { return fmt.Sprintf("%d / %d", x.Sweeps, x.SweepsFailed) })
+	row("TES API calls retried by the harness", func(x *Result) string { return fmt.Sprint(x.Retries) })
+	row("handler API requests (audit log)", func(x *Result) string { return fmt.Sprint(x.Audit.Total) })
+	row("  jobs created / created twice", func(x *Result) string {
+		return fmt.Sprintf("%d / %d", len(x.Audit.JobCreates), len(x.Audit.CreatedTwice()))
+	})
+	row("  job creates answered 409 AlreadyExists", func(x *Result) string { return fmt.Sprint(x.Audit.JobCreateConflicts) })
+	row("PVCs not deleted at the end / Terminating", func(x *Result) string {
+		return fmt.Sprintf("%d / %d", len(x.PVCsLeft), x.PVCsTerminating)
+	})
+	row("objects of the tasks left past the TTL", func(x *Result) string { return fmt.Sprint(len(x.Left)) })
+	if r.Passed() {
+		fmt.Fprintf(w, "\nPASS: every task ended as it must, the same in both runs; no job created twice; nothing left.\n")
+		return
+	}
+	fmt.Fprintf(w, "\nFAIL: %d problems\n", len(r.Problems))
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "  - "+p)
+	}
+}
+
+func count(m map[string]string, v string) int {
+	n := 0
+	for _, x := range m {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+func states(runs []*Result) []string {
+	set := map[string]bool{}
+	for _, r := range runs {
+		for _, s := range r.States {
+			set[s] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+func droppedTypes(runs []*Result) []string {
+	set := map[string]bool{}
+	for _, r := range runs {
+		for k := range r.Delivery.DroppedByType {
+			set[k] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+func faultKinds(runs []*Result) []string {
+	set := map[string]bool{}
+	for _, r := range runs {
+		for k := range r.API.Faulted {
+			set[k] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+func sortedKeys(set map[string]bool) []string {
+	k := make([]string, 0, len(set))
+	for s := range set {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
