@@ -202,7 +202,16 @@ func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
 		return "", false
 	}
 	prog, err := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
-	return part, err == nil && prog.IsDone(part)
+	if err != nil || !prog.IsDone(part) {
+		return "", false
+	}
+	if prog.Last != nil && opts.Event != "" && prog.Last.Event == opts.Event {
+		// The task went past the job by this very event's record: the
+		// step is a redelivery (or a retry after a lost answer) that must
+		// finish what the record started (behaviour §6.3).
+		return "", false
+	}
+	return part, true
 }
 
 // readAnchor reads the task's anchor and, at the same time, the job the event

@@ -275,11 +275,25 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 			plan.State = state
 			return plan, false
 		}
-		if job == nil && obs.Gone != part && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
-			// Recorded moments ago by another event, which may still be
-			// creating it.
-			plan.State = state
-			return plan, false
+		if job == nil && obs.Gone != part && prog.Last != nil && slices.Contains(prog.Last.Parts, part) {
+			if now.Sub(prog.Last.At) < recordedMissingGrace {
+				// Recorded moments ago by another event, which may still be
+				// creating it.
+				plan.State = state
+				return plan, false
+			}
+			// Past the grace, a job of the last record with no sign that it
+			// ever existed (no deletion reported, none of its pods left)
+			// was never created: the step that recorded it was cut short
+			// and its event is not coming back (behaviour §6.5).
+			if obs.Pods == nil {
+				plan.NeedsPods = true
+				plan.State = state
+				return plan, false
+			}
+			if len(podsOfJob(obs.Pods, taskmeta.ObjectName(task, part))) == 0 {
+				return redo(plan, prog, obs, now, state), false
+			}
 		}
 		msg := fmt.Sprintf("%s was deleted while it ran", capitalize(describe(task, part)))
 		plan.note("error", "%s", msg)
@@ -306,6 +320,38 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		return plan, false
 	}
 	return checkPods(plan, prog, obs, cfg, now, part, job, state), false
+}
+
+// redo records the last record's parts again, as this step's, and creates
+// them: the PVC (AlreadyExists if it was created) and the jobs not done.
+func redo(plan Plan, prog Progress, obs Observed, now time.Time, state string) Plan {
+	var parts []string
+	for _, part := range prog.Last.Parts {
+		if !prog.IsDone(part) {
+			parts = append(parts, part)
+		}
+	}
+	next := prog.withStarted(obs.Event, now, parts...)
+	plan.Progress = &next
+	for _, part := range parts {
+		kind := CreateJob
+		if part == taskmeta.PartPVC {
+			kind = CreatePVC
+		}
+		plan.Actions = append(plan.Actions, Action{Kind: kind, Part: part})
+	}
+	plan.note("warn", "%s recorded as started %s ago was never created (the step that recorded it was cut short and its event did not come again); creating it now",
+		capitalize(strings.Join(describeAll(obs.Anchor.Name, parts), ", ")), secs(now.Sub(prog.Last.At)))
+	plan.State = state
+	return plan
+}
+
+func describeAll(task string, parts []string) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = describe(task, p)
+	}
+	return out
 }
 
 // failedJob: a failed job stops the task, unless it is an executor's that

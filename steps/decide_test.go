@@ -389,13 +389,48 @@ func TestDecide(t *testing.T) {
 		{"the record", []decideCase{
 			// Jobs recorded as started but missing.
 			{
-				name: "behaviour §6: a job recorded started but missing was deleted: SYSTEM_ERROR, not re-created",
+				name: "behaviour §6.5: a job recorded started, missing past the grace: its pods are looked at first",
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
+				state: StateRunning,
+				check: func(t *testing.T, p Plan) {
+					if !p.NeedsPods {
+						t.Error("NeedsPods not set")
+					}
+					wantNoProgress(t, p)
+				},
+			},
+			{
+				name: "behaviour §6.5: a job recorded started, missing, with a pod of it left was deleted: SYSTEM_ERROR, not re-created",
+				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 				final:   StateSystemError,
 				state:   StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
+			},
+			{
+				name: "behaviour §6.5: a job recorded started past the grace, with no sign it ever existed, was never created: recorded again as this event's and created",
+				obs: Observed{Event: "ev-new", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withDone(taskmeta.PartInputsFiler))),
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf(taskmeta.PartInputsFiler, corev1.PodSucceeded, ago(3*time.Minute)))},
+				actions: []Action{act(CreateJob, "ex-00")},
+				state:   StateRunning,
+				check: func(t *testing.T, p Plan) {
+					if p.Progress == nil || p.Progress.Last == nil || p.Progress.Last.Event != "ev-new" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) || !p.Progress.Last.At.Equal(t0) {
+						t.Errorf("progress %+v, want ex-00 recorded again by ev-new now", p.Progress)
+					}
+					wantNote(t, p, "warn", "was never created")
+				},
+			},
+			{
+				name: "behaviour §6.5: the PVC and first job of a cut-short submission are both created again",
+				obs: Observed{Anchor: anchorWith(ptr(func() Progress {
+					p := progressOf(fullParts, "ev-submit", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler)
+					p.Last.Parts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}
+					return p
+				}())), Jobs: jobsOf(), Pods: pods()},
+				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
+				state:   StateInitializing,
 			},
 			{
 				name: "behaviour §6: a job being deleted by someone stops the task with SYSTEM_ERROR",
@@ -434,9 +469,9 @@ func TestDecide(t *testing.T) {
 				state: StateRunning,
 			},
 			{
-				name: "behaviour §6: a sweep past the grace period finds a recorded job missing: SYSTEM_ERROR",
+				name: "behaviour §6.5: a sweep past the grace period finds a recorded job missing and a pod of it: SYSTEM_ERROR",
 				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
+					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf("ex-00", corev1.PodSucceeded, ago(time.Minute)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
 				final:   StateSystemError,
 				state:   StateSystemError,

@@ -353,6 +353,49 @@ func TestCreateFailsAfterTheRecord(t *testing.T) {
 	}
 }
 
+// TestRecordAnsweredWithAnErrorIsFinished: the step that records the next
+// executor gets an error for a write that took effect (the answer was
+// lost); its retry, and the redelivery of its event, find the task past the
+// job the event is about and still create the recorded job (behaviour §6.3).
+func TestRecordAnsweredWithAnErrorIsFinished(t *testing.T) {
+	for _, redelivered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("redelivered: %v", redelivered), func(t *testing.T) {
+			prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
+			done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0), cond(batchv1.JobComplete, t0)))
+			api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
+			ft := api.inject("patch", "configmaps", "", errInternal, 1)
+			ft.applied = true
+			if redelivered {
+				api.inject("create", "jobs", "", errInternal, 3)
+			}
+			r := testRunner(api, DefaultConfig())
+			ctx := testCtx(t)
+			_, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done})
+			if redelivered {
+				if err == nil {
+					t.Fatal("the step succeeded with every create failing")
+				}
+				if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
+					t.Fatalf("the redelivery: %v", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if api.job("ex-01") == nil {
+				t.Fatal("the recorded executor ex-01 was never created")
+			}
+			// Another event about the done job is stale: nothing is done.
+			before := len(api.requests())
+			if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: done.Name, Seen: done}); err != nil {
+				t.Fatal(err)
+			}
+			if got := api.requests()[before:]; len(got) != 1 {
+				t.Errorf("a stale event made %d requests %v, want the anchor read alone", len(got), got)
+			}
+		})
+	}
+}
+
 // TestConflictsBackOff: a step whose anchor changed under it decides again
 // after a growing, jittered wait, not back to back (behaviour §8.1).
 func TestConflictsBackOff(t *testing.T) {
