@@ -3,6 +3,8 @@ package chaos
 import (
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 
@@ -12,7 +14,10 @@ import (
 // ServeTLS serves h over TLS on 127.0.0.1 and returns the server and the
 // PEM of its certificate, to be trusted as the CA of a kubeconfig.
 func ServeTLS(h http.Handler) (*httptest.Server, []byte) {
-	s := httptest.NewTLSServer(h)
+	s := httptest.NewUnstartedServer(h)
+	// Clients killed mid-handshake are part of a chaos run, not news.
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.StartTLS()
 	return s, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 }
 
