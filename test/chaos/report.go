@@ -42,6 +42,10 @@ func (r *Report) Print(w io.Writer) {
 	row("  reads delayed", func(x *Result) string { return fmt.Sprint(x.API.ReadsDelay) })
 	row("  requests the client gave up on", func(x *Result) string { return fmt.Sprint(x.API.ProxyErrors) })
 	row("sweeps posted / not answered 200", func(x *Result) string { return fmt.Sprintf("%d / %d", x.Sweeps, x.SweepsFailed) })
+	for _, k := range []string{"Created job", "Deleted job", "Task ended"} {
+		row("  by the sweep (its event lost): "+strings.ToLower(k), func(x *Result) string { return fmt.Sprint(x.SweepSteps[k]) })
+	}
+	row("recorded jobs never created, created later", func(x *Result) string { return fmt.Sprint(x.Redone) })
 	row("TES API calls retried by the harness", func(x *Result) string { return fmt.Sprint(x.Retries) })
 	row("handler API requests (audit log)", func(x *Result) string { return fmt.Sprint(x.Audit.Total) })
 	row("  jobs created / created twice", func(x *Result) string {

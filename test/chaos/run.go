@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -114,7 +116,13 @@ type Result struct {
 	Sweeps, SweepsFailed int64
 	// Retries of the harness's own TES API calls (submit, cancel).
 	Retries int64
-	Audit   benchkit.AuditCounts
+	// SweepSteps counts, from the handler's log, what the sweep did for
+	// tasks whose events were lost: "Created job", "Task ended", ...
+	SweepSteps map[string]int
+	// Redone counts the recorded jobs that were never created and were
+	// created by a later look at the task.
+	Redone int
+	Audit  benchkit.AuditCounts
 }
 
 // Report compares the clean and the chaos run.
@@ -505,6 +513,10 @@ wait:
 	}
 	res.Sweeps, res.SweepsFailed = sweeps.Load(), sweepsFailed.Load()
 	res.Retries = r.retries.Load()
+	res.SweepSteps, res.Redone, err = handlerLogCounts(logs.Name())
+	if err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -627,6 +639,36 @@ func (r *run) left(ctx context.Context, resources ...string) []string {
 	}
 	sort.Strings(left)
 	return left
+}
+
+// handlerLogCounts reads the handler's JSON log: what the sweep's steps did
+// (by message), and how many steps created a recorded job that was never
+// created.
+func handlerLogCounts(path string) (map[string]int, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	sweep, redone := map[string]int{}, 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var l struct{ Msg, Type string }
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue // client-go's own lines
+		}
+		if l.Type == "dev.knative.sources.ping" {
+			switch l.Msg {
+			case "Created job", "Task ended", "Deleted job":
+				sweep[l.Msg]++
+			}
+		}
+		if strings.Contains(l.Msg, "was never created") {
+			redone++
+		}
+	}
+	return sweep, redone, sc.Err()
 }
 
 func waitFor(f func(), d time.Duration) {
