@@ -459,6 +459,9 @@ wait:
 				delete(pending, id)
 			}
 		}
+		if len(res.States) == len(r.tasks) {
+			break
+		}
 		for len(killAt) > 0 && len(res.States) >= killAt[0] {
 			killAt = killAt[1:]
 			r.logf("SIGKILL the handler with %d of %d tasks ended; restarting it", len(res.States), len(r.tasks))
