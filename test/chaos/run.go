@@ -402,14 +402,14 @@ func (r *run) do(ctx context.Context) (*Result, error) {
 	ids := map[string]string{} // TES id -> task name
 	var idsMu sync.Mutex
 	var wg sync.WaitGroup
-	var submitErr atomic.Value
+	var submitErr firstError
 	jobs := make(chan Task)
 	for range 8 {
 		wg.Go(func() {
 			for t := range jobs {
 				id, err := r.submit(wctx, tesURL, t)
 				if err != nil {
-					submitErr.CompareAndSwap(nil, err)
+					submitErr.set(err)
 					continue
 				}
 				idsMu.Lock()
@@ -418,7 +418,7 @@ func (r *run) do(ctx context.Context) (*Result, error) {
 				if t.Cancel {
 					wg.Go(func() {
 						if err := r.cancelWhenRunning(wctx, tesURL, id, deadline); err != nil {
-							submitErr.CompareAndSwap(nil, err)
+							submitErr.set(err)
 						}
 					})
 				}
@@ -450,7 +450,7 @@ func (r *run) do(ctx context.Context) (*Result, error) {
 	var last time.Time
 wait:
 	for len(res.States) < len(r.tasks) {
-		if err, _ := submitErr.Load().(error); err != nil {
+		if err := submitErr.get(); err != nil {
 			return nil, err
 		}
 		for id, e := range pending {
@@ -642,6 +642,26 @@ func (r *run) left(ctx context.Context, resources ...string) []string {
 	}
 	sort.Strings(left)
 	return left
+}
+
+// firstError keeps the first error set.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // handlerLogCounts reads the handler's JSON log: what the sweep's steps did
