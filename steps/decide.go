@@ -287,9 +287,7 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 			// was never created: the step that recorded it was cut short
 			// and its event is not coming back (behaviour §6.5).
 			if obs.Pods == nil {
-				plan.NeedsPods = true
-				plan.State = state
-				return plan, false
+				return waitForPods(plan, state), false
 			}
 			if len(podsOfJob(obs.Pods, taskmeta.ObjectName(task, part))) == 0 {
 				return redo(plan, prog, obs, now, state), false
@@ -315,11 +313,17 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		return plan, false
 	}
 	if obs.Pods == nil {
-		plan.NeedsPods = true
-		plan.State = state
-		return plan, false
+		return waitForPods(plan, state), false
 	}
 	return checkPods(plan, prog, obs, cfg, now, part, job, state), false
+}
+
+// waitForPods: the decision needs the task's pods, which the step did not
+// read; a step that reads them (a pod's event, the sweep) decides.
+func waitForPods(plan Plan, state string) Plan {
+	plan.NeedsPods = true
+	plan.State = state
+	return plan
 }
 
 // redo records the last record's parts again, as this step's, and creates

@@ -235,11 +235,7 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 	defer hs.Close()
 	a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
 		Namespace: ns, Sink: hs.URL,
-		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
-		},
+		Resources: devstack.AdapterResources(),
 	})
 	if err != nil {
 		return err

@@ -13,14 +13,16 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
-// RetryWatch watches from the current state on, resuming after the API
-// server closes the watch.
-func RetryWatch(ctx context.Context, list func(context.Context) (string, error), w func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
-	rv, err := list(ctx)
+// WatchFromNow watches from the current state on (the resourceVersion of
+// a one-item list), resuming after the API server closes the watch.
+func WatchFromNow[L interface{ GetResourceVersion() string }](ctx context.Context,
+	list func(context.Context, metav1.ListOptions) (L, error),
+	w func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
+	l, err := list(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return nil, err
 	}
-	return watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: w})
+	return watchtools.NewRetryWatcherWithContext(ctx, l.GetResourceVersion(), &cache.ListWatch{WatchFuncWithContext: w})
 }
 
 // TaskEnd is a task and the final state on its anchor, with its reason.
@@ -30,13 +32,7 @@ type TaskEnd struct{ Task, State, Reason string }
 // has a final state.
 func WatchAnchors(ctx context.Context, client kubernetes.Interface, ns string, out chan<- TaskEnd) error {
 	cms := client.CoreV1().ConfigMaps(ns)
-	w, err := RetryWatch(ctx, func(ctx context.Context) (string, error) {
-		l, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, cms.Watch)
+	w, err := WatchFromNow(ctx, cms.List, cms.Watch)
 	if err != nil {
 		return err
 	}

@@ -162,11 +162,7 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 	defer front.Close()
 	a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
 		Name: "tesk-events", Namespace: ns, Sink: front.URL,
-		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
-		},
+		Resources: devstack.AdapterResources(),
 	})
 	if err != nil {
 		return err
@@ -332,13 +328,7 @@ type jobTimes struct {
 
 func watchJobs(ctx context.Context, c *cluster.Cluster, ns string) (*jobTimes, error) {
 	jobs := c.Client.BatchV1().Jobs(ns)
-	w, err := benchkit.RetryWatch(ctx, func(ctx context.Context) (string, error) {
-		l, err := jobs.List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, jobs.Watch)
+	w, err := benchkit.WatchFromNow(ctx, jobs.List, jobs.Watch)
 	if err != nil {
 		return nil, err
 	}

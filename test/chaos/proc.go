@@ -16,9 +16,9 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
-// handlerProc is a service binary (the handler or the TES API) that the run
-// starts, stops and may kill and restart on the same port.
-type handlerProc struct {
+// service is a binary of the product (the handler or the TES API) that the
+// run starts, stops and may kill and restart on the same port.
+type service struct {
 	bin   string
 	args  []string
 	env   []string
@@ -29,7 +29,7 @@ type handlerProc struct {
 	exit  chan struct{}
 }
 
-func (p *handlerProc) start(ctx context.Context) error {
+func (p *service) start(ctx context.Context) error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
@@ -64,7 +64,7 @@ func (p *handlerProc) start(ctx context.Context) error {
 
 // stop sends SIGTERM (the process finishes what is in flight) and, if it has
 // not exited after 30 s, SIGKILL.
-func (p *handlerProc) stop() {
+func (p *service) stop() {
 	if p.cmd == nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (p *handlerProc) stop() {
 
 // kill SIGKILLs the process, as a node failure or an OOM kill would, and
 // starts it again after a second, as Knative would schedule a new pod.
-func (p *handlerProc) kill(ctx context.Context) error {
+func (p *service) kill(ctx context.Context) error {
 	if p.cmd != nil {
 		_ = p.cmd.Process.Kill()
 		<-p.exit

@@ -3,7 +3,8 @@ package chaos
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -77,40 +78,24 @@ func count(m map[string]string, v string) int {
 }
 
 func states(runs []*Result) []string {
-	set := map[string]bool{}
-	for _, r := range runs {
-		for _, s := range r.States {
-			set[s] = true
-		}
-	}
-	return sortedKeys(set)
+	return union(runs, func(r *Result) []string { return slices.Collect(maps.Values(r.States)) })
 }
 
 func droppedTypes(runs []*Result) []string {
-	set := map[string]bool{}
-	for _, r := range runs {
-		for k := range r.Delivery.DroppedByType {
-			set[k] = true
-		}
-	}
-	return sortedKeys(set)
+	return union(runs, func(r *Result) []string { return slices.Collect(maps.Keys(r.Delivery.DroppedByType)) })
 }
 
 func faultKinds(runs []*Result) []string {
+	return union(runs, func(r *Result) []string { return slices.Collect(maps.Keys(r.API.Faulted)) })
+}
+
+// union is the sorted set of what f gives for each run.
+func union(runs []*Result, f func(*Result) []string) []string {
 	set := map[string]bool{}
 	for _, r := range runs {
-		for k := range r.API.Faulted {
+		for _, k := range f(r) {
 			set[k] = true
 		}
 	}
-	return sortedKeys(set)
-}
-
-func sortedKeys(set map[string]bool) []string {
-	k := make([]string, 0, len(set))
-	for s := range set {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
+	return slices.Sorted(maps.Keys(set))
 }

@@ -285,7 +285,7 @@ type run struct {
 	tasks []Task
 	chaos bool
 
-	handler *handlerProc
+	handler *service
 	retries atomic.Int64
 	closers []func()
 }
@@ -328,7 +328,7 @@ func (r *run) do(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.handler = &handlerProc{
+	r.handler = &service{
 		bin:  r.o.Handler,
 		args: []string{"--kubeconfig", kubeconfig, "--namespace", r.ns, "--port", fmt.Sprint(port)},
 		env: []string{"FILER_NAME=" + devstack.FilerName, "FILER_VERSION=" + devstack.FilerVersion,
@@ -360,11 +360,7 @@ func (r *run) do(ctx context.Context) (*Result, error) {
 
 	a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
 		Name: "tesk-events", Namespace: r.ns, Sink: front.URL,
-		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
-		},
+		Resources: devstack.AdapterResources(),
 	})
 	if err != nil {
 		return nil, err
@@ -566,7 +562,7 @@ func (r *run) startTES(ctx context.Context, sink string) (string, func(), error)
 	if err != nil {
 		return "", nil, err
 	}
-	p := &handlerProc{
+	p := &service{
 		bin:   r.o.TES,
 		args:  []string{"--kubeconfig", kubeconfig, "--namespace", r.ns, "--port", fmt.Sprint(port), "--no-auth", "--sink", sink},
 		url:   fmt.Sprintf("http://127.0.0.1:%d", port),

@@ -104,11 +104,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 		Name:      "tesk-events",
 		Namespace: o.Namespace,
 		Sink:      s.URL,
-		Resources: []cluster.AdapterResource{
-			{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-			{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
-		},
+		Resources: AdapterResources(),
 	})
 	if err != nil {
 		s.Stop()
@@ -164,6 +160,16 @@ func ensureNamespace(ctx context.Context, c *cluster.Cluster, ns string) error {
 		return err
 	}
 	return nil
+}
+
+// AdapterResources are what the ApiServerSource of config/knative watches:
+// the tasks' jobs and pods, and anchors labelled cancelled.
+func AdapterResources() []cluster.AdapterResource {
+	return []cluster.AdapterResource{
+		{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
+		{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
+		{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
+	}
 }
 
 // HandlerRole is the name of the handler's ServiceAccount, Role and

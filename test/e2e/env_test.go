@@ -158,11 +158,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			Name:      "tesk-events",
 			Namespace: name,
 			Sink:      sink,
-			Resources: []cluster.AdapterResource{
-				{Group: "batch", Version: "v1", Resource: "jobs", LabelSelector: taskmeta.LabelTask},
-				{Version: "v1", Resource: "pods", LabelSelector: taskmeta.LabelTask},
-				{Version: "v1", Resource: "configmaps", LabelSelector: taskmeta.LabelTask + "," + taskmeta.LabelStatus + "=" + taskmeta.StatusCancelled},
-			},
+			Resources: devstack.AdapterResources(),
 		})
 		if err != nil {
 			t.Fatalf("start adapter: %v", err)
