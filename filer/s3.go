@@ -17,6 +17,7 @@ import (
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // s3Transport moves files to and from S3 and S3-compatible servers through
@@ -77,7 +78,7 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 		// The payload is not hashed into the signature (UNSIGNED-PAYLOAD):
 		// hashing would read every part twice. The SDK's request checksums
 		// (RequestChecksumCalculation) still apply.
-		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware, unsignedPayloadFirst)
 		if a.Endpoint != "" {
 			o.BaseEndpoint = aws.String(a.Endpoint)
 		}
@@ -101,6 +102,24 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	})
 	return &s3Transport{client: client, tm: tm, threshold: threshold, big: make(chan struct{}, maxBigUploads)}, nil
 }
+
+// unsignedPayloadFirst marks the payload UNSIGNED-PAYLOAD before the
+// request checksum is computed. Over plain HTTP (an S3-compatible server in
+// the cluster, say) the SDK computes the checksum in a pass of its own over
+// the body and, unless the payload hash is already set, a SHA-256 of the
+// body in the same pass, which then signs the payload after all: the
+// client hashes every byte, and the server checks that hash. Over HTTPS
+// the checksum is a trailer and neither happens.
+func unsignedPayloadFirst(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("UnsignedPayloadFirst",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			return next.HandleInitialize(v4.SetPayloadHash(ctx, unsignedPayload), in)
+		}), middleware.After)
+}
+
+// unsignedPayload is the x-amz-content-sha256 of a payload left out of the
+// signature.
+const unsignedPayload = "UNSIGNED-PAYLOAD"
 
 // addressingStyle reads "addressing_style" of the s3 section of the profile
 // in the AWS config file, as the AWS CLI writes it:
@@ -214,13 +233,23 @@ func (t *s3Transport) put(ctx context.Context, raw string, f *os.File, size int6
 	if _, err := f.Seek(0, 0); err != nil {
 		return err
 	}
-	if size >= t.threshold {
-		select {
-		case t.big <- struct{}{}:
-			defer func() { <-t.big }()
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if size < t.threshold {
+		// One PUT that streams the file: the transfer manager would read it
+		// into memory first, up to a part's size, for each of the files
+		// that move at once.
+		_, err = t.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        aws.String(bucket),
+			Key:           aws.String(key),
+			Body:          f,
+			ContentLength: aws.Int64(size),
+		})
+		return err
+	}
+	select {
+	case t.big <- struct{}{}:
+		defer func() { <-t.big }()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	_, err = t.tm.UploadObject(ctx, &transfermanager.UploadObjectInput{
 		Bucket: aws.String(bucket),

@@ -1,10 +1,23 @@
 package filer
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 )
 
 func TestRedact(t *testing.T) {
@@ -259,5 +272,89 @@ func TestParallelismFromEnv(t *testing.T) {
 	}
 	if d := (Options{}).withDefaults(); d.Parallelism != 8 {
 		t.Errorf("default parallelism %d, want 8", d.Parallelism)
+	}
+}
+
+// An upload over plain HTTP computes the request checksum only: the payload
+// is marked UNSIGNED-PAYLOAD before the SDK's checksum pass, which would
+// otherwise hash the whole body with SHA-256 for a signature that does not
+// use it.
+func TestS3UploadOverHTTPHashesNoPayload(t *testing.T) {
+	var mu sync.Mutex
+	var puts []http.Header // of the PUTs: objects and parts
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPut {
+			mu.Lock()
+			puts = append(puts, r.Header.Clone())
+			mu.Unlock()
+		}
+		w.Header().Set("ETag", `"e"`)
+		// Enough of S3 for the transfer manager's multipart upload.
+		switch q := r.URL.Query(); {
+		case r.Method == http.MethodPost && q.Has("uploads"):
+			fmt.Fprint(w, `<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>u1</UploadId></InitiateMultipartUploadResult>`)
+		case r.Method == http.MethodPost && q.Has("uploadId"):
+			fmt.Fprint(w, `<CompleteMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><ETag>"e-3"</ETag></CompleteMultipartUploadResult>`)
+		}
+	}))
+	defer srv.Close()
+	tr, err := newS3Transport(Options{S3PartSize: 5 << 20, S3Concurrency: 2, Logger: slog.New(slog.DiscardHandler), AWS: AWSOptions{
+		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true,
+	}}, &scrubber{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the checksum step sees of the payload hash, on the transport's
+	// own client.
+	var seen []string
+	probe := func(stack *middleware.Stack) error {
+		return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("Probe",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				seen = append(seen, v4.GetPayloadHash(ctx))
+				return next.HandleFinalize(ctx, in)
+			}), "AWSChecksum:ComputeInputPayloadChecksum", middleware.Before)
+	}
+	_, err = tr.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("b"), Key: aws.String("k"), Body: strings.NewReader("payload")},
+		func(o *s3.Options) { o.APIOptions = append(o.APIOptions, probe) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != unsignedPayload {
+		t.Errorf("the checksum step saw payload hash %q, want %q (it would hash the body with SHA-256)", seen, unsignedPayload)
+	}
+
+	// The transfer manager's single and multipart uploads send the same.
+	dir := t.TempDir()
+	for _, size := range []int64{1 << 10, 11 << 20} {
+		p := filepath.Join(dir, fmt.Sprint(size))
+		if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(p)
+		err := tr.put(context.Background(), "s3://b/k", f, size)
+		f.Close()
+		if err != nil {
+			t.Fatalf("upload of %d bytes: %v", size, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var bodies int
+	for _, h := range puts {
+		if h.Get("Content-Length") == "0" || h.Get("Content-Length") == "" {
+			continue
+		}
+		bodies++
+		if got := h.Get("X-Amz-Content-Sha256"); got != unsignedPayload {
+			t.Errorf("a PUT with a body sent x-amz-content-sha256 %q, want %q", got, unsignedPayload)
+		}
+		if h.Get("X-Amz-Checksum-Crc32") == "" {
+			t.Errorf("a PUT with a body sent no CRC32 checksum: %v", h)
+		}
+	}
+	// The PutObject above, the small file, and the big one's three parts.
+	if bodies != 5 {
+		t.Errorf("the server saw %d PUTs with a body, want 5", bodies)
 	}
 }
