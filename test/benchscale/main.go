@@ -46,6 +46,8 @@ var (
 	flagPodDelay   = flag.String("pod-delay", "100ms", "how long each executor's pod runs (kwok fate.tesk.test/delay)")
 	flagTimeout    = flag.Duration("timeout", 25*time.Minute, "longest a run may take")
 	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to bin/handler's environment")
+	flagDelivery   = flag.String("delivery", "broker", "how the adapter's events reach the handlers: broker (a stand-in for the Broker and Triggers of config/knative: 202 at once, up to -broker-parallel deliveries at once, the Triggers' retries) or direct (the adapter posts to the handlers and waits for each answer)")
+	flagParallel   = flag.Int("broker-parallel", 64, "deliveries the broker stand-in makes at once")
 )
 
 func main() {
@@ -68,6 +70,12 @@ func run() error {
 	}
 	if *flagTasks < 1 || *flagExecutors < 1 || *flagInFlight < 1 {
 		return fmt.Errorf("-tasks, -executors and -inflight must be 1 or more")
+	}
+	if *flagDelivery != "broker" && *flagDelivery != "direct" {
+		return fmt.Errorf("-delivery %q: want broker or direct", *flagDelivery)
+	}
+	if *flagParallel < 1 {
+		return fmt.Errorf("-broker-parallel must be 1 or more")
 	}
 	if _, err := time.ParseDuration(*flagPodDelay); err != nil {
 		return fmt.Errorf("-pod-delay: %w", err)
@@ -160,8 +168,18 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 	}
 	front := httptest.NewServer(rr)
 	defer front.Close()
+	// The adapter's sink, and where the tasks are submitted.
+	sink := front.URL
+	var broker *benchkit.Broker
+	if *flagDelivery == "broker" {
+		broker = benchkit.NewBroker(front.URL, *flagParallel, 1<<20)
+		defer broker.Close()
+		bs := httptest.NewServer(broker)
+		defer bs.Close()
+		sink = bs.URL
+	}
 	a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
-		Name: "tesk-events", Namespace: ns, Sink: front.URL,
+		Name: "tesk-events", Namespace: ns, Sink: sink,
 		Resources: devstack.AdapterResources(),
 	})
 	if err != nil {
@@ -189,8 +207,12 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 	eventsBefore := rr.counts()
 
 	name := func(i int) string { return fmt.Sprintf("scale-%05d", i) }
-	fmt.Printf("== %d handler process(es) behind one address: %d tasks x %d executors (no PVC, pods of %s), %d in flight, through the adapter\n",
-		replicas, *flagTasks, *flagExecutors, *flagPodDelay, *flagInFlight)
+	via := "the adapter posting to the handlers directly"
+	if broker != nil {
+		via = fmt.Sprintf("the adapter and a broker stand-in (%d deliveries at once)", *flagParallel)
+	}
+	fmt.Printf("== %d handler process(es) behind one address: %d tasks x %d executors (no PVC, pods of %s), %d in flight, through %s\n",
+		replicas, *flagTasks, *flagExecutors, *flagPodDelay, *flagInFlight, via)
 	start := time.Now()
 	deadline := time.After(*flagTimeout)
 	slots := make(chan struct{}, *flagInFlight)
@@ -202,7 +224,7 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 			case <-wctx.Done():
 				return
 			}
-			if err := submit(front.URL, name(i)); err != nil {
+			if err := submit(sink, name(i)); err != nil {
 				fmt.Fprintln(os.Stderr, "benchscale:", err)
 				submitErrs.Add(1)
 				<-slots
@@ -250,10 +272,22 @@ wait:
 		done, *flagTasks, elapsed.Seconds(), float64(done)/elapsed.Seconds(), notComplete, submitErrs.Load())
 	fmt.Printf("  step gap (job ended -> next job added, one watch), %d steps: %s\n", len(gaps), pct(gaps))
 	fmt.Printf("  handler CPU: %.2f s in all, %.2f ms per task; peak RSS (VmHWM) %s\n", cpu, 1000*cpu/float64(max(done, 1)), strings.Join(peaks, ", "))
+	if broker != nil {
+		bc := broker.Counts()
+		fmt.Printf("  broker stand-in: %d events accepted, %d refused, %d delivered, %d retried, %d given up; longest queue %d\n",
+			bc.Accepted, bc.Refused, bc.Delivered, bc.Retried, bc.Dead, bc.MaxQueued)
+	}
 
 	// Stop the adapter and the handlers first, so that every request
 	// is in the audit log.
 	_ = a.Stop()
+	if broker != nil {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := broker.Drain(dctx); err != nil {
+			fmt.Printf("  broker stand-in: events still queued 30 s after the adapter stopped\n")
+		}
+		cancel()
+	}
 	stopWatches()
 	for _, p := range procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -309,7 +343,7 @@ func submit(url, task string) error {
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode/100 == 2 {
 				return nil
 			}
 			err = fmt.Errorf("%s", resp.Status)
