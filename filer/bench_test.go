@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/procstat"
 )
 
 // BenchmarkFiler moves one 1 GiB file and 1,000 small files each way
@@ -124,6 +125,9 @@ func BenchmarkFiler(b *testing.B) {
 		}
 	}
 
+	// The server whose CPU time each transfer is charged: this process for
+	// HTTP, versitygw for S3.
+	serverPID := os.Getpid()
 	filer := func(mode string, task *taskspec.Task) measure {
 		raw, _ := json.Marshal(task)
 		tf := filepath.Join(work, "task.json")
@@ -131,11 +135,11 @@ func BenchmarkFiler(b *testing.B) {
 		cmd := exec.Command(bin, mode, "--file", tf)
 		cmd.Env = append(os.Environ(), "TESK_TASK_DIR="+taskDir, "AWS_CONFIG_FILE="+filepath.Join(awsDir, "config"),
 			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(awsDir, "credentials"), "AWS_EC2_METADATA_DISABLED=true", "DEBUG=")
-		return runMeasured(b, launcher, cmd)
+		return runMeasured(b, launcher, cmd, serverPID)
 	}
 	curlRun := func(args ...string) measure {
 		cmd := exec.Command(curl, append([]string{"-sS", "--fail"}, args...)...)
-		return runMeasured(b, launcher, cmd)
+		return runMeasured(b, launcher, cmd, serverPID)
 	}
 	// curl's config file for many transfers on one command.
 	curlConfig := func(lines []string) string {
@@ -216,6 +220,7 @@ func BenchmarkFiler(b *testing.B) {
 		checkSize(filepath.Join(httpDir, "up/small/f0999.dat"), smallSize))
 
 	// S3
+	serverPID = s3srv.PID
 	add("s3 "+bigName+" upload", bigSize, 1,
 		func() measure { stage(); return filer("outputs", bigTask("s3://"+bucket+"/big.bin")) },
 		func() measure { return curlRun(append(sigv4, "-T", big, s3URL+"/curl-up/big.bin")...) },
@@ -248,26 +253,30 @@ func BenchmarkFiler(b *testing.B) {
 		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
 
 	// What a process that takes almost no memory shows: the launcher's share.
-	floor := runMeasured(b, launcher, exec.Command("/bin/true"))
+	floor := runMeasured(b, launcher, exec.Command("/bin/true"), os.Getpid())
 
 	w := bufio.NewWriter(os.Stdout)
 	fmt.Fprintf(w, "\nfiler benchmark: medians of %d runs; MB = 10^6 bytes; curl as the baseline\n", reps)
 	fmt.Fprintf(w, "many files: filer and curl (-Z --parallel-max %d) both move %d files at once; S3: curl signs with --aws-sigv4 and UNSIGNED-PAYLOAD, one PUT or GET per file, no checksum;\n", DefaultParallelism, DefaultParallelism)
 	fmt.Fprintf(w, "the filer: UNSIGNED-PAYLOAD too, the SDK's request checksums, multipart uploads of 8 MiB parts (4 at once) from 8 MiB, ranged GETs (4 at once)\n")
-	fmt.Fprintf(w, "%-26s %12s %10s %12s %12s %10s %12s %8s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "curl MB/s", "files/s", "peak RSS", "ratio")
+	fmt.Fprintf(w, "%-26s %10s %8s %10s %6s %10s %8s %10s %6s %13s %6s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "CPU s",
+		"curl MB/s", "files/s", "peak RSS", "CPU s", "server CPU s", "ratio")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-26s %12.0f %10.0f %9.1f MB %12.0f %10.0f %9.1f MB %8.2f\n", r.name,
-			float64(r.bytes)/1e6/r.filer.seconds, float64(r.files)/r.filer.seconds, float64(r.filer.rssKB)/1024,
-			float64(r.bytes)/1e6/r.base.seconds, float64(r.files)/r.base.seconds, float64(r.base.rssKB)/1024,
-			r.base.seconds/r.filer.seconds)
+		fmt.Fprintf(w, "%-26s %10.0f %8.0f %7.1f MB %6.2f %10.0f %8.0f %7.1f MB %6.2f %6.2f/%-6.2f %6.2f\n", r.name,
+			float64(r.bytes)/1e6/r.filer.seconds, float64(r.files)/r.filer.seconds, float64(r.filer.rssKB)/1024, r.filer.cpu,
+			float64(r.bytes)/1e6/r.base.seconds, float64(r.files)/r.base.seconds, float64(r.base.rssKB)/1024, r.base.cpu,
+			r.filer.serverCPU, r.base.serverCPU, r.base.seconds/r.filer.seconds)
 	}
-	fmt.Fprintf(w, "ratio: filer throughput / curl throughput; peak RSS includes about %.1f MB that /bin/true shows when measured the same way\n", float64(floor.rssKB)/1024)
+	fmt.Fprintf(w, "ratio: filer throughput / curl throughput; CPU s: user+system seconds of the client; server CPU s: of the server (versitygw, or this process for HTTP) during the filer's / curl's run\n")
+	fmt.Fprintf(w, "peak RSS includes about %.1f MB that /bin/true shows when measured the same way\n", float64(floor.rssKB)/1024)
 	w.Flush()
 }
 
 type measure struct {
-	seconds float64
-	rssKB   int64
+	seconds   float64
+	cpu       float64 // user+system seconds of the client
+	serverCPU float64 // of the server during the run
+	rssKB     int64
 }
 
 func (m measure) format(bytes int64, files int) string {
@@ -281,7 +290,7 @@ type result struct {
 	filer, base measure
 }
 
-// median takes the median time, and the largest peak RSS.
+// median takes the run of the median time, and the largest peak RSS.
 func median(ms []measure) measure {
 	s := append([]measure(nil), ms...)
 	sort.Slice(s, func(i, j int) bool { return s[i].seconds < s[j].seconds })
@@ -297,9 +306,13 @@ func median(ms []measure) measure {
 // benchmark itself, the command's ru_maxrss would start from the
 // benchmark's own RSS (Linux keeps the spawner's high-water mark across the
 // exec of a vfork'd child); the launcher is a process of a few MB.
-func runMeasured(b *testing.B, launcher string, cmd *exec.Cmd) measure {
+func runMeasured(b *testing.B, launcher string, cmd *exec.Cmd, serverPID int) measure {
 	// Each run starts without the previous runs' dirty pages to write back.
 	syscall.Sync()
+	serverBefore, err := procstat.CPUSeconds(serverPID)
+	if err != nil {
+		b.Fatal(err)
+	}
 	out := filepath.Join(b.TempDir(), "measure.json")
 	l := exec.Command(launcher, append([]string{out, cmd.Path}, cmd.Args[1:]...)...)
 	l.Env = cmd.Env
@@ -310,15 +323,19 @@ func runMeasured(b *testing.B, launcher string, cmd *exec.Cmd) measure {
 		args := strings.Join(cmd.Args, " ")
 		b.Fatalf("%s: %v\n%s", args[:min(200, len(args))], err, stderr.String())
 	}
+	serverAfter, err := procstat.CPUSeconds(serverPID)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var m struct {
-		Seconds float64
-		MaxRSS  int64
+		Seconds, CPUSeconds float64
+		MaxRSS              int64
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil || json.Unmarshal(raw, &m) != nil {
 		b.Fatalf("launcher: %v %s", err, raw)
 	}
-	return measure{seconds: m.Seconds, rssKB: m.MaxRSS}
+	return measure{seconds: m.Seconds, cpu: m.CPUSeconds, serverCPU: serverAfter - serverBefore, rssKB: m.MaxRSS}
 }
 
 // fileServer serves GET from dir and stores PUT bodies there.

@@ -70,6 +70,9 @@ type job struct {
 	content  *string
 	mkdir    bool
 	t        transport
+	// resolved is an output's path relative to the task directory with
+	// its symbolic links resolved, when planning has resolved it already.
+	resolved string
 }
 
 // transport moves single files for one kind of URL.
@@ -106,6 +109,8 @@ type runner struct {
 	netrc *netrc
 
 	transports map[string]transport
+	// dirs holds the directories the inputs' files were put in so far.
+	dirs sync.Map
 
 	mu       sync.Mutex
 	failures []failure
@@ -446,12 +451,12 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 	if err != nil {
 		return err
 	}
-	add := func(execPath string) error {
+	add := func(execPath, resolved string) error {
 		u, ok := out.URLFor(execPath)
 		if !ok {
 			return fmt.Errorf("%s does not belong to the output", execPath)
 		}
-		if !send(job{index: i, url: u, execPath: execPath, t: t}) {
+		if !send(job{index: i, url: u, execPath: execPath, t: t, resolved: resolved}) {
 			return errStopped
 		}
 		return nil
@@ -469,7 +474,7 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 			r.log.Debug("pattern matches no file", "output", i, "pattern", p)
 		}
 		for _, f := range files {
-			if err := add(f); err != nil {
+			if err := add(f, ""); err != nil {
 				return err
 			}
 		}
@@ -496,7 +501,7 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 			}
 			return nil
 		}
-		return walkFiles(r.root, p, func(f string, _ int64) error { return add(f) }, mkdir,
+		return walkFiles(r.root, p, func(f, res string, _ int64) error { return add(f, res) }, mkdir,
 			func(f, why string) { r.log.Debug("not uploaded", "output", i, "path", f, "reason", why) })
 	default:
 		_, fi, err := statIn(r.root, p)
@@ -509,7 +514,7 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 		if !fi.Mode().IsRegular() {
 			return errors.New("not a regular file")
 		}
-		return add(p)
+		return add(p, "")
 	}
 }
 
@@ -541,8 +546,13 @@ func (r *runner) do(ctx context.Context, j job) error {
 		return r.root.MkdirAll(rel, 0o777)
 	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := r.root.MkdirAll(dir, 0o777); err != nil {
-			return err
+		// Each directory once: the many files of a DIRECTORY input share
+		// a few.
+		if _, made := r.dirs.Load(dir); !made {
+			if err := r.root.MkdirAll(dir, 0o777); err != nil {
+				return err
+			}
+			r.dirs.Store(dir, struct{}{})
 		}
 	}
 	f, err := r.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
@@ -569,9 +579,12 @@ func (r *runner) do(ctx context.Context, j job) error {
 }
 
 func (r *runner) upload(ctx context.Context, j job, start time.Time) error {
-	res, _, err := statIn(r.root, j.execPath)
-	if err != nil {
-		return missing(err)
+	res := j.resolved
+	if res == "" {
+		var err error
+		if res, _, err = statIn(r.root, j.execPath); err != nil {
+			return missing(err)
+		}
 	}
 	f, err := r.root.Open(res)
 	if err != nil {

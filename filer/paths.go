@@ -264,13 +264,16 @@ func readNames(root *os.Root, rel string) ([]string, error) {
 // included) below which there is no regular file and no other directory
 // emptyDir is called for: the leaves of the tree that would otherwise be
 // lost.
-func walkFiles(root *os.Root, dir string, fn func(execPath string, size int64) error, emptyDir func(execPath string) error, skipped func(execPath, why string)) error {
+//
+// fn also gets the file's path relative to root with every symbolic link
+// resolved, so that it need not be resolved again.
+func walkFiles(root *os.Root, dir string, fn func(execPath, resolved string, size int64) error, emptyDir func(execPath string) error, skipped func(execPath, why string)) error {
 	_, err := walkDir(root, dir, fn, emptyDir, skipped)
 	return err
 }
 
 // walkDir is walkFiles; it reports whether it called fn or emptyDir.
-func walkDir(root *os.Root, dir string, fn func(execPath string, size int64) error, emptyDir func(execPath string) error, skipped func(execPath, why string)) (bool, error) {
+func walkDir(root *os.Root, dir string, fn func(execPath, resolved string, size int64) error, emptyDir func(execPath string) error, skipped func(execPath, why string)) (bool, error) {
 	resDir, fi, err := statIn(root, dir)
 	if err != nil {
 		return false, err
@@ -284,14 +287,14 @@ func walkDir(root *os.Root, dir string, fn func(execPath string, size int64) err
 	}
 	some := false
 	for _, n := range names {
-		p := path.Join(dir, n)
-		fi, err := root.Lstat(path.Join(resDir, n))
+		p, res := path.Join(dir, n), path.Join(resDir, n)
+		fi, err := root.Lstat(res)
 		if err != nil {
 			return some, fmt.Errorf("%s: %w", p, err)
 		}
 		link := fi.Mode()&fs.ModeSymlink != 0
 		if link {
-			_, fi, err = statIn(root, p)
+			res, fi, err = statIn(root, p)
 			if errors.Is(err, fs.ErrNotExist) {
 				skipped(p, "a dangling symbolic link")
 				continue
@@ -303,7 +306,7 @@ func walkDir(root *os.Root, dir string, fn func(execPath string, size int64) err
 		switch {
 		case fi.Mode().IsRegular():
 			some = true
-			if err := fn(p, fi.Size()); err != nil {
+			if err := fn(p, res, fi.Size()); err != nil {
 				return some, err
 			}
 		case fi.IsDir() && link:

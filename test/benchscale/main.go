@@ -36,6 +36,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/test/procstat"
 )
 
 var (
@@ -98,7 +99,7 @@ func run() error {
 	}
 	auditLog := filepath.Join(dir, "audit.log")
 
-	load1, _ := loadAvg()
+	load1, _ := procstat.LoadAvg()
 	fmt.Printf("machine: %d cores, %s, load average %s\n", runtime.NumCPU(), runtime.Version(), load1)
 	begin := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{NodeCPU: "100000", NodePods: "100000", APIServerFlags: []string{
@@ -200,7 +201,7 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 
 	cpuBefore := make([]float64, len(procs))
 	for i, p := range procs {
-		if cpuBefore[i], err = cpuSeconds(p.cmd.Process.Pid); err != nil {
+		if cpuBefore[i], err = procstat.CPUSeconds(p.cmd.Process.Pid); err != nil {
 			return err
 		}
 	}
@@ -255,7 +256,7 @@ wait:
 	cpu := 0.0
 	var peaks []string
 	for i, p := range procs {
-		after, err := cpuSeconds(p.cmd.Process.Pid)
+		after, err := procstat.CPUSeconds(p.cmd.Process.Pid)
 		if err != nil {
 			return err
 		}

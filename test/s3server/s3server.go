@@ -33,7 +33,9 @@ type Server struct {
 	Endpoint          string
 	AccessKey, Secret string
 	// Dir holds the buckets.
-	Dir  string
+	Dir string
+	// PID is versitygw's process ID.
+	PID  int
 	stop func()
 }
 
@@ -72,7 +74,9 @@ func StartOn(host string) (*Server, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "--quiet", "--port", addr, "posix", dir)
+	// Keep-alive as S3 services have it (versitygw closes each connection
+	// after one request without it).
+	cmd := exec.Command(bin, "--quiet", "--keep-alive", "--port", addr, "posix", dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	logf, err := os.Create(dir + ".log")
 	if err != nil {
@@ -85,7 +89,7 @@ func StartOn(host string) (*Server, error) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	s := &Server{Endpoint: "http://" + addr, AccessKey: AccessKey, Secret: SecretKey, Dir: dir}
+	s := &Server{Endpoint: "http://" + addr, AccessKey: AccessKey, Secret: SecretKey, Dir: dir, PID: cmd.Process.Pid}
 	s.stop = func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {

@@ -1,5 +1,5 @@
-// Command rsslaunch runs a command and writes its wall time and peak RSS
-// (from its os.ProcessState) as JSON to the file named by its first
+// Command rsslaunch runs a command and writes its wall time, CPU time (user
+// and system) and peak RSS (from its os.ProcessState) as JSON to the file named by its first
 // argument. The filer's benchmark measures processes through it: a child's
 // ru_maxrss starts from the RSS of the process that spawned it (Linux keeps
 // the spawner's high-water mark across the exec of a vfork'd child), and
@@ -30,7 +30,8 @@ func main() {
 		os.Exit(127)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	raw, _ := json.Marshal(map[string]any{"Seconds": seconds, "MaxRSS": ru.Maxrss})
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	raw, _ := json.Marshal(map[string]any{"Seconds": seconds, "CPUSeconds": cpu.Seconds(), "MaxRSS": ru.Maxrss})
 	if err := os.WriteFile(os.Args[1], raw, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

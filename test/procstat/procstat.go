@@ -1,4 +1,6 @@
-package main
+// Package procstat reads a process's CPU time and the machine's load from
+// /proc, for the benchmarks.
+package procstat
 
 import (
 	"fmt"
@@ -10,8 +12,8 @@ import (
 // it is 100 on Linux for every architecture Go supports.
 const clockTicks = 100
 
-// cpuSeconds is the user and system CPU time of a process so far.
-func cpuSeconds(pid int) (float64, error) {
+// CPUSeconds is the user and system CPU time of a process so far.
+func CPUSeconds(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -42,8 +44,8 @@ func parseStatCPU(stat string) (float64, error) {
 	return float64(utime+stime) / clockTicks, nil
 }
 
-// loadAvg is /proc/loadavg's first three fields.
-func loadAvg() (string, error) {
+// LoadAvg is /proc/loadavg's first three fields.
+func LoadAvg() (string, error) {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "", err
