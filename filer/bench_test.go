@@ -26,8 +26,10 @@ import (
 // BenchmarkFiler moves one 1 GiB file and 1,000 small files each way
 // through S3 (versitygw) and HTTP (net/http) on loopback, with the filer
 // command as a subprocess (as in the filer jobs), and the same transfers by
-// curl as the baseline. It prints MB/s (10^6 bytes), files/s, the peak RSS
-// of each process and the filer/baseline ratio, as medians of
+// curl as the baseline (for many files, curl moving as many at once as the
+// filer, and curl moving them one by one). It prints MB/s (10^6 bytes),
+// files/s, the peak RSS and CPU seconds of each process, the server's CPU
+// seconds during each, and the filer/baseline ratio, as medians of
 // FILER_BENCH_REPS runs (default 3); FILER_BENCH_ONLY selects transfers by
 // a part of their names, FILER_BENCH_BIG_MB sets the big file's size. Run it
 // with `make bench-filer`.
@@ -142,8 +144,8 @@ func BenchmarkFiler(b *testing.B) {
 		return runMeasured(b, launcher, cmd, serverPID)
 	}
 	// curl's config file for many transfers on one command.
-	curlConfig := func(lines []string) string {
-		p := filepath.Join(work, "curl.conf")
+	curlConfig := func(name string, lines []string) string {
+		p := filepath.Join(work, name+".curl.conf")
 		os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		return p
 	}
@@ -202,21 +204,31 @@ func BenchmarkFiler(b *testing.B) {
 		func() measure { stage(); return filer("outputs", bigTask(httpURL+"/up/big.bin")) },
 		func() measure { return curlRun("-T", big, httpURL+"/curl-up/big.bin") },
 		checkSize(filepath.Join(httpDir, "up/big.bin"), bigSize))
-	add("http 1000 files download", smallCount*smallSize, smallCount,
+	// many adds a transfer of many files twice: against curl moving as
+	// many files at once as the filer (-Z), and against curl moving them
+	// one after another on one connection (a script's loop, at best).
+	many := func(name string, filerRun func() measure, curlPre func(), curlArgs []string, check func()) {
+		for _, parallel := range []bool{true, false} {
+			args, label := curlArgs, name
+			if parallel {
+				args = append([]string{"-Z", "--parallel-max", strconv.Itoa(DefaultParallelism)}, curlArgs...)
+			} else {
+				label += ", curl 1 by 1"
+			}
+			add(label, smallCount*smallSize, smallCount, filerRun,
+				func() measure { curlPre(); return curlRun(args...) }, check)
+		}
+	}
+	many("http 1000 files download",
 		func() measure { reset(); return filer("inputs", newTask(smallInputs(httpURL+"/small"), nil)) },
-		func() measure {
-			reset()
-			return curlRun("-Z", "--parallel-max", strconv.Itoa(DefaultParallelism), "-K", curlConfig(dlConf))
-		},
+		reset, []string{"-K", curlConfig("dl", dlConf)},
 		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
-	add("http 1000 files upload", smallCount*smallSize, smallCount,
+	many("http 1000 files upload",
 		func() measure {
 			stage()
 			return filer("outputs", newTask(nil, []taskspec.Output{{URL: httpURL + "/up/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
 		},
-		func() measure {
-			return curlRun("-Z", "--parallel-max", strconv.Itoa(DefaultParallelism), "-K", curlConfig(ulConf))
-		},
+		func() {}, []string{"-K", curlConfig("ul", ulConf)},
 		checkSize(filepath.Join(httpDir, "up/small/f0999.dat"), smallSize))
 
 	// S3
@@ -232,24 +244,19 @@ func BenchmarkFiler(b *testing.B) {
 			return curlRun(append(sigv4, "-o", filepath.Join(dlDir, "big.bin"), s3URL+"/curl-up/big.bin")...)
 		},
 		checkSize(filepath.Join(taskDir, "data/big.bin"), bigSize))
-	add("s3 1000 files upload", smallCount*smallSize, smallCount,
+	many("s3 1000 files upload",
 		func() measure {
 			stage()
 			return filer("outputs", newTask(nil, []taskspec.Output{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
 		},
-		func() measure {
-			return curlRun(append(sigv4, "-Z", "--parallel-max", strconv.Itoa(DefaultParallelism), "-K", curlConfig(s3ulConf))...)
-		},
+		func() {}, append(sigv4, "-K", curlConfig("s3ul", s3ulConf)),
 		noCheck)
-	add("s3 1000 files download", smallCount*smallSize, smallCount,
+	many("s3 1000 files download",
 		func() measure {
 			reset()
 			return filer("inputs", newTask([]taskspec.Input{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}, nil))
 		},
-		func() measure {
-			reset()
-			return curlRun(append(sigv4, "-Z", "--parallel-max", strconv.Itoa(DefaultParallelism), "-K", curlConfig(s3dlConf))...)
-		},
+		reset, append(sigv4, "-K", curlConfig("s3dl", s3dlConf)),
 		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
 
 	// What a process that takes almost no memory shows: the launcher's share.
@@ -257,7 +264,8 @@ func BenchmarkFiler(b *testing.B) {
 
 	w := bufio.NewWriter(os.Stdout)
 	fmt.Fprintf(w, "\nfiler benchmark: medians of %d runs; MB = 10^6 bytes; curl as the baseline\n", reps)
-	fmt.Fprintf(w, "many files: filer and curl (-Z --parallel-max %d) both move %d files at once; S3: curl signs with --aws-sigv4 and UNSIGNED-PAYLOAD, one PUT or GET per file, no checksum;\n", DefaultParallelism, DefaultParallelism)
+	fmt.Fprintf(w, "many files: the filer moves %d files at once; curl as many (-Z --parallel-max %d), or one after another on one connection (\"curl 1 by 1\");\n", DefaultParallelism, DefaultParallelism)
+	fmt.Fprintf(w, "S3 (versitygw, keep-alive): curl signs with --aws-sigv4 and UNSIGNED-PAYLOAD, one PUT or GET per file, no checksum;\n")
 	fmt.Fprintf(w, "the filer: UNSIGNED-PAYLOAD too, the SDK's request checksums, multipart uploads of 8 MiB parts (4 at once) from 8 MiB, ranged GETs (4 at once)\n")
 	fmt.Fprintf(w, "%-26s %10s %8s %10s %6s %10s %8s %10s %6s %13s %6s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "CPU s",
 		"curl MB/s", "files/s", "peak RSS", "CPU s", "server CPU s", "ratio")
