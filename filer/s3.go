@@ -22,7 +22,8 @@ import (
 
 // s3Transport moves files to and from S3 and S3-compatible servers through
 // the SDK's transfer manager: ranged parallel downloads written in place,
-// multipart uploads for large files, in memory bounded by the part size.
+// multipart uploads for large files, in memory bounded by the part size;
+// files below a part go up in one streamed PUT.
 type s3Transport struct {
 	client *s3.Client
 	tm     *transfermanager.Client
