@@ -9,6 +9,15 @@ import (
 	"strings"
 )
 
+// AuditFlags are the API server flags that write the audit log of policy
+// to path as JSON lines, in one file: the API server's log rotation (at
+// 100 MB unless told otherwise) would move the first requests of a long run
+// out of the file that CountAudit reads.
+func AuditFlags(policy, path string) []string {
+	return []string{"--audit-policy-file=" + policy, "--audit-log-path=" + path, "--audit-log-format=json",
+		"--audit-log-maxsize=1000000"}
+}
+
 // AuditPolicy logs, at level Metadata and once per request (when its answer
 // is complete), the requests of the given users only.
 func AuditPolicy(users []string) string {

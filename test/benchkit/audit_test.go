@@ -68,3 +68,12 @@ func TestAuditPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestAuditFlagsKeepOneFile(t *testing.T) {
+	flags := strings.Join(AuditFlags("/p.yaml", "/a.log"), " ")
+	for _, want := range []string{"--audit-policy-file=/p.yaml", "--audit-log-path=/a.log", "--audit-log-format=json", "--audit-log-maxsize=1000000"} {
+		if !strings.Contains(flags, want) {
+			t.Errorf("AuditFlags = %q, lacks %q", flags, want)
+		}
+	}
+}

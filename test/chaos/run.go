@@ -161,9 +161,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	auditLog := filepath.Join(o.Dir, "audit.log")
 	begin := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{NodeCPU: "100000", NodePods: "100000", APIServerFlags: []string{
-		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json",
-	}})
+	c, err := cluster.Start(ctx, cluster.Options{NodeCPU: "100000", NodePods: "100000", APIServerFlags: benchkit.AuditFlags(policy, auditLog)})
 	if err != nil {
 		return nil, err
 	}
