@@ -165,7 +165,7 @@ func BenchmarkFiler(b *testing.B) {
 		}
 		r := result{name: name, bytes: bytes, files: files, filer: median(fm), base: median(bm)}
 		results = append(results, r)
-		b.Logf("%-28s filer %s | curl %s | ratio %.2f", name, r.filer.format(bytes, files), r.base.format(bytes, files), r.base.seconds/r.filer.seconds)
+		b.Logf("%-39s filer %s | curl %s | ratio %.2f", name, r.filer.format(bytes, files), r.base.format(bytes, files), r.base.seconds/r.filer.seconds)
 	}
 	checkSize := func(p string, size int64) func() {
 		return func() {
@@ -267,10 +267,10 @@ func BenchmarkFiler(b *testing.B) {
 	fmt.Fprintf(w, "many files: the filer moves %d files at once; curl as many (-Z --parallel-max %d), or one after another on one connection (\"curl 1 by 1\");\n", DefaultParallelism, DefaultParallelism)
 	fmt.Fprintf(w, "S3 (versitygw, keep-alive): curl signs with --aws-sigv4 and UNSIGNED-PAYLOAD, one PUT or GET per file, no checksum;\n")
 	fmt.Fprintf(w, "the filer: UNSIGNED-PAYLOAD too, the SDK's request checksums, multipart uploads of 8 MiB parts (4 at once) from 8 MiB, ranged GETs (4 at once)\n")
-	fmt.Fprintf(w, "%-26s %10s %8s %10s %6s %10s %8s %10s %6s %13s %6s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "CPU s",
+	fmt.Fprintf(w, "%-39s %10s %8s %10s %6s %10s %8s %10s %6s %13s %6s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "CPU s",
 		"curl MB/s", "files/s", "peak RSS", "CPU s", "server CPU s", "ratio")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-26s %10.0f %8.0f %7.1f MB %6.2f %10.0f %8.0f %7.1f MB %6.2f %6.2f/%-6.2f %6.2f\n", r.name,
+		fmt.Fprintf(w, "%-39s %10.0f %8.0f %7.1f MB %6.2f %10.0f %8.0f %7.1f MB %6.2f %6.2f/%-6.2f %6.2f\n", r.name,
 			float64(r.bytes)/1e6/r.filer.seconds, float64(r.files)/r.filer.seconds, float64(r.filer.rssKB)/1024, r.filer.cpu,
 			float64(r.bytes)/1e6/r.base.seconds, float64(r.files)/r.base.seconds, float64(r.base.rssKB)/1024, r.base.cpu,
 			r.filer.serverCPU, r.base.serverCPU, r.base.seconds/r.filer.seconds)
