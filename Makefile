@@ -59,8 +59,9 @@ demo: cluster-bins build $(NODE_DEPS)
 bench: cluster-bins build
 	$(GO) run ./test/bench
 
-# TASKS tasks x 3 executors through the adapter into bin/handler, then the
-# same with two handler processes behind one address (BENCHMARKS.md).
+# TASKS tasks x 3 executors through the adapter and a stand-in for the
+# Broker into bin/handler, then the same with two handler processes behind
+# one address (BENCHMARKS.md; about 30 min per run at 10,000).
 TASKS ?= 10000
 .PHONY: bench-scale
 bench-scale: cluster-bins build
