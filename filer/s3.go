@@ -79,7 +79,7 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 		// The payload is not hashed into the signature (UNSIGNED-PAYLOAD):
 		// hashing would read every part twice. The SDK's request checksums
 		// (RequestChecksumCalculation) still apply.
-		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware, unsignedPayloadFirst)
+		o.APIOptions = append(o.APIOptions, unsignedPayloadFirst)
 		if a.Endpoint != "" {
 			o.BaseEndpoint = aws.String(a.Endpoint)
 		}
@@ -104,13 +104,14 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	return &s3Transport{client: client, tm: tm, threshold: threshold, big: make(chan struct{}, maxBigUploads)}, nil
 }
 
-// unsignedPayloadFirst marks the payload UNSIGNED-PAYLOAD before the
-// request checksum is computed. Over plain HTTP (an S3-compatible server in
-// the cluster, say) the SDK computes the checksum in a pass of its own over
-// the body and, unless the payload hash is already set, a SHA-256 of the
-// body in the same pass, which then signs the payload after all: the
-// client hashes every byte, and the server checks that hash. Over HTTPS
-// the checksum is a trailer and neither happens.
+// unsignedPayloadFirst marks the payload UNSIGNED-PAYLOAD as the request
+// starts, before any step that would hash it: the signer's payload hash
+// step, and, over plain HTTP (an S3-compatible server in the cluster, say),
+// the request checksum step, which computes the checksum in a pass of its
+// own over the body and, unless the payload hash is already set, a SHA-256
+// of the body in the same pass that then signs the payload after all (the
+// client hashes every byte, and the server checks that hash). Over HTTPS
+// the checksum is a trailer, which sets a streaming payload hash of its own.
 func unsignedPayloadFirst(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("UnsignedPayloadFirst",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {

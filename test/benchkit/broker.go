@@ -40,7 +40,7 @@ type Broker struct {
 	pending sync.WaitGroup
 	cancel  context.CancelFunc
 
-	accepted, refused, delivered, retried, dead, queued, maxQueued atomic.Int64
+	accepted, refused, delivered, retried, dead, maxQueued atomic.Int64
 }
 
 type brokerEvent struct {
@@ -71,7 +71,6 @@ func (b *Broker) run() {
 				case <-ctx.Done():
 					return
 				case ev := <-b.queue:
-					b.queued.Add(-1)
 					b.deliver(ctx, ev)
 					b.pending.Done()
 				}
@@ -91,7 +90,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.pending.Add(1)
 	select {
 	case b.queue <- brokerEvent{header: r.Header.Clone(), body: body}:
-		n := b.queued.Add(1)
+		n := int64(len(b.queue))
 		for m := b.maxQueued.Load(); n > m && !b.maxQueued.CompareAndSwap(m, n); m = b.maxQueued.Load() {
 		}
 		b.accepted.Add(1)
