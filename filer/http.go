@@ -45,53 +45,31 @@ func (c *deadlineConn) extend() error {
 	return c.Conn.SetReadDeadline(t)
 }
 
-// sendChunk is how much ReadFrom hands to the kernel (sendfile) per deadline.
-const sendChunk = 8 << 20
-
-// ReadFrom lets a file body go out through sendfile, a chunk per deadline.
+// ReadFrom sends what net/http (or the FTP client) copies to the connection,
+// a request body above all, in writes of a pooled 1 MiB buffer, each under
+// its own deadline. Without it their copies move 32 KiB per write; on
+// loopback, 1 MiB writes also took less time and CPU than sendfile.
 func (c *deadlineConn) ReadFrom(r io.Reader) (int64, error) {
-	rf, ok := c.Conn.(io.ReaderFrom)
-	if !ok {
-		return io.Copy(writerOnly{c}, r)
-	}
-	lr, limited := r.(*io.LimitedReader)
-	var total int64
-	for {
-		if err := c.extend(); err != nil {
-			return total, err
-		}
-		var chunk *io.LimitedReader
-		if limited {
-			if lr.N <= 0 {
-				return total, nil
-			}
-			chunk = &io.LimitedReader{R: lr.R, N: min(lr.N, sendChunk)}
-		} else {
-			chunk = &io.LimitedReader{R: r, N: sendChunk}
-		}
-		want := chunk.N
-		n, err := rf.ReadFrom(chunk)
-		total += n
-		if limited {
-			lr.N -= n
-		}
-		if err != nil || n < want {
-			return total, err
-		}
-	}
+	return copyStream(c, r)
 }
 
-// writerOnly hides a writer's ReadFrom, so that io.CopyBuffer uses its buffer.
+// writerOnly hides a writer's ReadFrom, and readerOnly a reader's WriteTo,
+// so that io.CopyBuffer uses its buffer.
 type writerOnly struct{ io.Writer }
+
+type readerOnly struct{ io.Reader }
+
+// copyBufSize is the size of a streaming copy's writes and reads.
+const copyBufSize = 1 << 20
 
 // copyBufs are the buffers of streaming copies: a few per transfer, so memory
 // stays constant whatever the file sizes.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
 func copyStream(w io.Writer, r io.Reader) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	return io.CopyBuffer(writerOnly{w}, r, *bp)
+	return io.CopyBuffer(writerOnly{w}, readerOnly{r}, *bp)
 }
 
 // deadlineDialer dials with a connect timeout and wraps the connection in a

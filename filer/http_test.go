@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -452,5 +454,74 @@ func TestCancel(t *testing.T) {
 	_, err := Run(ctx, ModeInputs, newTask([]taskspec.Input{{URL: srv.URL + "/slow", Path: "/data/x"}}, nil), opts)
 	if err == nil || !strings.Contains(err.Error(), "canceled") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// writeSizes records the sizes of a connection's writes.
+type writeSizes struct {
+	net.Conn
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (c *writeSizes) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.sizes = append(c.sizes, len(p))
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// An upload's body leaves in writes of the copy buffer's size, not in the
+// 32 KiB writes of net/http's own copy; and arrives whole.
+func TestHTTPUploadWritesLargeChunks(t *testing.T) {
+	st := newStore()
+	srv := httptest.NewServer(st)
+	defer srv.Close()
+	const size = 4*copyBufSize + 12345
+	body := bytes.Repeat([]byte("0123456789abcdef"), size/16+1)[:size]
+	p := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(p, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	tr := newHTTPTransport(10*time.Second, nil)
+	defer tr.close()
+	var conns []*writeSizes
+	var mu sync.Mutex
+	ht := tr.client.Transport.(*netrcRoundTripper).next.(*http.Transport)
+	ht.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		ws := &writeSizes{Conn: c}
+		mu.Lock()
+		conns = append(conns, ws)
+		mu.Unlock()
+		return &deadlineConn{Conn: ws, timeout: 10 * time.Second}, nil
+	}
+	if err := tr.put(context.Background(), srv.URL+"/big", f, size); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.get("/big"); got != string(body) {
+		t.Fatalf("the server got %d bytes, not the file's %d", len(got), size)
+	}
+	large, total := 0, 0
+	for _, c := range conns {
+		for _, n := range c.sizes {
+			total += n
+			if n == copyBufSize {
+				large += n
+			}
+		}
+	}
+	// All but the head, what fills the transport's write buffer, and the tail.
+	if large < size-2*copyBufSize {
+		t.Errorf("%d of %d bytes went in writes of %d bytes; writes: %v", large, total, copyBufSize, conns[0].sizes)
 	}
 }
