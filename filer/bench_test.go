@@ -16,15 +16,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/test/procstat"
 )
 
 // BenchmarkFiler moves one 1 GiB file and 1,000 small files each way
-// through S3 (versitygw) and HTTP (net/http) on loopback, with the filer
+// through S3 (versitygw) and HTTP (net/http) on loopback, the small files
+// also through a proxy that adds 2 ms of round trip, with the filer
 // command as a subprocess (as in the filer jobs), and the same transfers by
 // curl as the baseline (for many files, curl moving as many at once as the
 // filer, and curl moving them one by one). It prints MB/s (10^6 bytes),
@@ -106,10 +109,15 @@ func BenchmarkFiler(b *testing.B) {
 	// S3: the filer reads the mounted aws-secret's files.
 	awsDir := filepath.Join(work, "aws")
 	os.MkdirAll(awsDir, 0o755)
-	os.WriteFile(filepath.Join(awsDir, "config"), []byte("[default]\nregion = us-east-1\nendpoint_url = "+s3srv.Endpoint+"\n"), 0o600)
+	// awsConfig writes a config file for an endpoint and returns its path.
+	awsConfig := func(name, endpoint string) string {
+		p := filepath.Join(awsDir, name)
+		os.WriteFile(p, []byte("[default]\nregion = us-east-1\nendpoint_url = "+endpoint+"\n"), 0o600)
+		return p
+	}
+	filerAWS := awsConfig("config", s3srv.Endpoint)
 	os.WriteFile(filepath.Join(awsDir, "credentials"), []byte("[default]\naws_access_key_id = "+s3srv.AccessKey+"\naws_secret_access_key = "+s3srv.Secret+"\n"), 0o600)
 	bucket := s3srv.bucket(b)
-	s3URL := s3srv.Endpoint + "/" + bucket
 	sigv4 := []string{"--aws-sigv4", "aws:amz:us-east-1:s3", "--user", s3srv.AccessKey + ":" + s3srv.Secret, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"}
 
 	taskDir := filepath.Join(work, "task")
@@ -138,12 +146,14 @@ func BenchmarkFiler(b *testing.B) {
 		tf := filepath.Join(work, "task.json")
 		os.WriteFile(tf, raw, 0o644)
 		cmd := exec.Command(bin, mode, "--file", tf)
-		cmd.Env = append(os.Environ(), "TESK_TASK_DIR="+taskDir, "AWS_CONFIG_FILE="+filepath.Join(awsDir, "config"),
+		cmd.Env = append(os.Environ(), "TESK_TASK_DIR="+taskDir, "AWS_CONFIG_FILE="+filerAWS,
 			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(awsDir, "credentials"), "AWS_EC2_METADATA_DISABLED=true", "DEBUG=")
 		return runMeasured(b, launcher, cmd, serverPID)
 	}
 	curlRun := func(args ...string) measure {
-		cmd := exec.Command(curl, append([]string{"-sS", "--fail"}, args...)...)
+		// Without "Expect: 100-continue", which curl sends before every
+		// upload: a round trip more than the filer makes.
+		cmd := exec.Command(curl, append([]string{"-sS", "--fail", "-H", "Expect:"}, args...)...)
 		return runMeasured(b, launcher, cmd, serverPID)
 	}
 	// curl's config file for many transfers on one command.
@@ -168,7 +178,7 @@ func BenchmarkFiler(b *testing.B) {
 		}
 		r := result{name: name, bytes: bytes, files: files, filer: median(fm), base: median(bm)}
 		results = append(results, r)
-		b.Logf("%-39s filer %s | curl %s | ratio %.2f", name, r.filer.format(bytes, files), r.base.format(bytes, files), r.base.seconds/r.filer.seconds)
+		b.Logf("%-50s filer %s | curl %s | ratio %.2f", name, r.filer.format(bytes, files), r.base.format(bytes, files), r.base.seconds/r.filer.seconds)
 	}
 	checkSize := func(p string, size int64) func() {
 		return func() {
@@ -190,15 +200,7 @@ func BenchmarkFiler(b *testing.B) {
 		}
 		return ins
 	}
-	var dlConf, ulConf, s3dlConf, s3ulConf []string
-	for _, n := range smallNames {
-		dlConf = append(dlConf, "url = "+httpURL+"/small/"+n, "output = "+filepath.Join(dlDir, n))
-		ulConf = append(ulConf, "upload-file = "+filepath.Join(src, "small", n), "url = "+httpURL+"/curl-up/small/"+n)
-		s3dlConf = append(s3dlConf, "url = "+s3URL+"/small/"+n, "output = "+filepath.Join(dlDir, n))
-		s3ulConf = append(s3ulConf, "upload-file = "+filepath.Join(src, "small", n), "url = "+s3URL+"/curl-up/small/"+n)
-	}
-
-	// HTTP
+	// One big file each way, over HTTP then S3.
 	add("http "+bigName+" download", bigSize, 1,
 		func() measure { reset(); return filer("inputs", bigTask(httpURL+"/big.bin")) },
 		func() measure { reset(); return curlRun("-o", filepath.Join(dlDir, "big.bin"), httpURL+"/big.bin") },
@@ -207,6 +209,19 @@ func BenchmarkFiler(b *testing.B) {
 		func() measure { stage(); return filer("outputs", bigTask(httpURL+"/up/big.bin")) },
 		func() measure { return curlRun("-T", big, httpURL+"/curl-up/big.bin") },
 		checkSize(filepath.Join(httpDir, "up/big.bin"), bigSize))
+	serverPID = s3srv.PID
+	s3URL := s3srv.Endpoint + "/" + bucket
+	add("s3 "+bigName+" upload", bigSize, 1,
+		func() measure { stage(); return filer("outputs", bigTask("s3://"+bucket+"/big.bin")) },
+		func() measure { return curlRun(append(sigv4, "-T", big, s3URL+"/curl-up/big.bin")...) },
+		noCheck)
+	add("s3 "+bigName+" download", bigSize, 1,
+		func() measure { reset(); return filer("inputs", bigTask("s3://"+bucket+"/big.bin")) },
+		func() measure {
+			reset()
+			return curlRun(append(sigv4, "-o", filepath.Join(dlDir, "big.bin"), s3URL+"/curl-up/big.bin")...)
+		},
+		checkSize(filepath.Join(taskDir, "data/big.bin"), bigSize))
 	// many adds a transfer of many files twice: against curl moving as
 	// many files at once as the filer (-Z), and against curl moving them
 	// one after another on one connection (a script's loop, at best).
@@ -222,45 +237,62 @@ func BenchmarkFiler(b *testing.B) {
 				func() measure { curlPre(); return curlRun(args...) }, check)
 		}
 	}
-	many("http 1000 files download",
-		func() measure { reset(); return filer("inputs", newTask(smallInputs(httpURL+"/small"), nil)) },
-		reset, []string{"-K", curlConfig("dl", dlConf)},
-		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
-	many("http 1000 files upload",
-		func() measure {
-			stage()
-			return filer("outputs", newTask(nil, []taskspec.Output{{URL: httpURL + "/up/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
-		},
-		func() {}, []string{"-K", curlConfig("ul", ulConf)},
-		checkSize(filepath.Join(httpDir, "up/small/f0999.dat"), smallSize))
-
-	// S3
-	serverPID = s3srv.PID
-	add("s3 "+bigName+" upload", bigSize, 1,
-		func() measure { stage(); return filer("outputs", bigTask("s3://"+bucket+"/big.bin")) },
-		func() measure { return curlRun(append(sigv4, "-T", big, s3URL+"/curl-up/big.bin")...) },
-		noCheck)
-	add("s3 "+bigName+" download", bigSize, 1,
-		func() measure { reset(); return filer("inputs", bigTask("s3://"+bucket+"/big.bin")) },
-		func() measure {
-			reset()
-			return curlRun(append(sigv4, "-o", filepath.Join(dlDir, "big.bin"), s3URL+"/curl-up/big.bin")...)
-		},
-		checkSize(filepath.Join(taskDir, "data/big.bin"), bigSize))
-	many("s3 1000 files upload",
-		func() measure {
-			stage()
-			return filer("outputs", newTask(nil, []taskspec.Output{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
-		},
-		func() {}, append(sigv4, "-K", curlConfig("s3ul", s3ulConf)),
-		noCheck)
-	many("s3 1000 files download",
-		func() measure {
-			reset()
-			return filer("inputs", newTask([]taskspec.Input{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}, nil))
-		},
-		reset, append(sigv4, "-K", curlConfig("s3dl", s3dlConf)),
-		checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
+	// manyRows adds the many-files transfers each way, to the HTTP server
+	// at httpURL and the S3 server at s3Endpoint.
+	manyRows := func(suffix, httpURL, s3Endpoint string) {
+		filerAWS = awsConfig("config"+strings.ReplaceAll(suffix, " ", "_"), s3Endpoint)
+		s3URL := s3Endpoint + "/" + bucket
+		var dlConf, ulConf, s3dlConf, s3ulConf []string
+		for _, n := range smallNames {
+			dlConf = append(dlConf, "url = "+httpURL+"/small/"+n, "output = "+filepath.Join(dlDir, n))
+			ulConf = append(ulConf, "upload-file = "+filepath.Join(src, "small", n), "url = "+httpURL+"/curl-up/small/"+n)
+			s3dlConf = append(s3dlConf, "url = "+s3URL+"/small/"+n, "output = "+filepath.Join(dlDir, n))
+			s3ulConf = append(s3ulConf, "upload-file = "+filepath.Join(src, "small", n), "url = "+s3URL+"/curl-up/small/"+n)
+		}
+		name := func(s string) string { return "1000 files " + s + suffix }
+		serverPID = os.Getpid()
+		many("http "+name("download"),
+			func() measure { reset(); return filer("inputs", newTask(smallInputs(httpURL+"/small"), nil)) },
+			reset, []string{"-K", curlConfig("dl", dlConf)},
+			checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
+		many("http "+name("upload"),
+			func() measure {
+				stage()
+				return filer("outputs", newTask(nil, []taskspec.Output{{URL: httpURL + "/up/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
+			},
+			func() {}, []string{"-K", curlConfig("ul", ulConf)},
+			checkSize(filepath.Join(httpDir, "up/small/f0999.dat"), smallSize))
+		serverPID = s3srv.PID
+		many("s3 "+name("upload"),
+			func() measure {
+				stage()
+				return filer("outputs", newTask(nil, []taskspec.Output{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}))
+			},
+			func() {}, append(sigv4, "-K", curlConfig("s3ul", s3ulConf)),
+			noCheck)
+		// Given the same 1,000 URLs as curl.
+		many("s3 "+name("download"),
+			func() measure { reset(); return filer("inputs", newTask(smallInputs("s3://"+bucket+"/small"), nil)) },
+			reset, append(sigv4, "-K", curlConfig("s3dl", s3dlConf)),
+			checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
+		// As one DIRECTORY input: the filer lists the prefix first.
+		add("s3 "+name("download")+", DIRECTORY", smallCount*smallSize, smallCount,
+			func() measure {
+				reset()
+				return filer("inputs", newTask([]taskspec.Input{{URL: "s3://" + bucket + "/small", Path: exec1("small"), Type: taskspec.TypeDirectory}}, nil))
+			},
+			func() measure {
+				reset()
+				return curlRun(append(sigv4, "-Z", "--parallel-max", strconv.Itoa(DefaultParallelism), "-K", curlConfig("s3dl", s3dlConf))...)
+			},
+			checkSize(filepath.Join(taskDir, "data/small/f0999.dat"), smallSize))
+	}
+	manyRows("", httpURL, s3srv.Endpoint)
+	// The same through a proxy that holds each direction's bytes for
+	// linkDelay: a link of 2*linkDelay round trip, as to a server in the
+	// next zone. Parallel transfers are for this.
+	const linkDelay = time.Millisecond
+	manyRows(", 2 ms RTT", "http://"+delayProxy(b, l.Addr().String(), linkDelay), "http://"+delayProxy(b, strings.TrimPrefix(s3srv.Endpoint, "http://"), linkDelay))
 
 	// What a process that takes almost no memory shows: the launcher's share.
 	floor := runMeasured(b, launcher, exec.Command("/bin/true"), os.Getpid())
@@ -268,12 +300,13 @@ func BenchmarkFiler(b *testing.B) {
 	w := bufio.NewWriter(os.Stdout)
 	fmt.Fprintf(w, "\nfiler benchmark: medians of %d runs; MB = 10^6 bytes; curl as the baseline; files in %s (%s)\n", reps, base, fsName(work))
 	fmt.Fprintf(w, "many files: the filer moves %d files at once; curl as many (-Z --parallel-max %d), or one after another on one connection (\"curl 1 by 1\");\n", DefaultParallelism, DefaultParallelism)
-	fmt.Fprintf(w, "S3 (versitygw, keep-alive): curl signs with --aws-sigv4 and UNSIGNED-PAYLOAD, one PUT or GET per file, no checksum;\n")
+	fmt.Fprintf(w, "2 ms RTT: through a proxy that holds each direction's bytes %v; DIRECTORY: the filer lists the prefix itself, curl is given the 1,000 URLs;\n", linkDelay)
+	fmt.Fprintf(w, "S3 (versitygw, keep-alive): curl signs with --aws-sigv4 and UNSIGNED-PAYLOAD, one PUT or GET per file, no checksum, no Expect: 100-continue;\n")
 	fmt.Fprintf(w, "the filer: UNSIGNED-PAYLOAD too, the SDK's request checksums, multipart uploads of 8 MiB parts (4 at once) from 8 MiB, ranged GETs (4 at once)\n")
-	fmt.Fprintf(w, "%-39s %10s %8s %10s %6s %10s %8s %10s %6s %13s %6s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "CPU s",
+	fmt.Fprintf(w, "%-50s %10s %8s %10s %6s %10s %8s %10s %6s %13s %6s\n", "transfer", "filer MB/s", "files/s", "peak RSS", "CPU s",
 		"curl MB/s", "files/s", "peak RSS", "CPU s", "server CPU s", "ratio")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-39s %10.0f %8.0f %7.1f MB %6.2f %10.0f %8.0f %7.1f MB %6.2f %6.2f/%-6.2f %6.2f\n", r.name,
+		fmt.Fprintf(w, "%-50s %10.0f %8.0f %7.1f MB %6.2f %10.0f %8.0f %7.1f MB %6.2f %6.2f/%-6.2f %6.2f\n", r.name,
 			float64(r.bytes)/1e6/r.filer.seconds, float64(r.files)/r.filer.seconds, float64(r.filer.rssKB)/1024, r.filer.cpu,
 			float64(r.bytes)/1e6/r.base.seconds, float64(r.files)/r.base.seconds, float64(r.base.rssKB)/1024, r.base.cpu,
 			r.filer.serverCPU, r.base.serverCPU, r.base.seconds/r.filer.seconds)
@@ -316,6 +349,79 @@ func fsName(dir string) string {
 	}
 	return fmt.Sprintf("f_type %#x", st.Type)
 }
+
+// delayProxy forwards TCP connections to target, each direction's bytes
+// held for delay, and returns its address.
+func delayProxy(b *testing.B, target string, delay time.Duration) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				t, err := net.Dial("tcp", target)
+				if err != nil {
+					c.Close()
+					return
+				}
+				var wg sync.WaitGroup
+				wg.Add(2)
+				go func() { defer wg.Done(); pipeDelayed(t, c, delay) }()
+				go func() { defer wg.Done(); pipeDelayed(c, t, delay) }()
+				wg.Wait()
+				c.Close()
+				t.Close()
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// pipeDelayed copies src to dst, each chunk written delay after it was read,
+// then half-closes dst.
+func pipeDelayed(dst, src net.Conn, delay time.Duration) {
+	type chunk struct {
+		at time.Time
+		b  []byte
+	}
+	q := make(chan chunk, 4096)
+	go func() {
+		defer close(q)
+		for {
+			buf := proxyBufs.Get().(*[]byte)
+			n, err := src.Read(*buf)
+			if n > 0 {
+				q <- chunk{time.Now().Add(delay), (*buf)[:n]}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range q {
+		time.Sleep(time.Until(c.at))
+		_, err := dst.Write(c.b)
+		b := c.b[:cap(c.b)]
+		proxyBufs.Put(&b)
+		if err != nil {
+			src.Close()
+			for range q {
+			}
+			return
+		}
+	}
+	if tc, ok := dst.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+}
+
+var proxyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 type measure struct {
 	seconds   float64
