@@ -42,6 +42,11 @@ type Options struct {
 	// write to it. Default DefaultHTTPTimeout.
 	FTPTimeout time.Duration
 
+	// S3Timeout bounds how long an S3 connection may deliver nothing while
+	// a response is awaited or read (not a whole transfer): the request
+	// then fails, and the SDK retries it. Default DefaultHTTPTimeout.
+	S3Timeout time.Duration
+
 	// NetrcPath names a netrc file with credentials for HTTP(S) and FTP
 	// hosts; empty for none.
 	NetrcPath string
@@ -107,6 +112,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FTPTimeout <= 0 {
 		o.FTPTimeout = DefaultHTTPTimeout
+	}
+	if o.S3Timeout <= 0 {
+		o.S3Timeout = DefaultHTTPTimeout
 	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = DefaultParallelism

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -48,7 +49,13 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 			opts.Logger.Warn("s3: " + scrub.scrub(fmt.Sprintf(format, v...)))
 		}
 	})
-	lo := []func(*config.LoadOptions) error{config.WithLogger(sdkLog)}
+	// The SDK sets no read timeout for S3 itself: a server that stops
+	// sending would hold the filer for ever.
+	hc := awshttp.NewBuildableClient()
+	if opts.S3Timeout > 0 {
+		hc = hc.WithReadTimeout(opts.S3Timeout)
+	}
+	lo := []func(*config.LoadOptions) error{config.WithLogger(sdkLog), config.WithHTTPClient(hc)}
 	if a.ConfigFile != "" {
 		lo = append(lo, config.WithSharedConfigFiles([]string{a.ConfigFile}))
 	}

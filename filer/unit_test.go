@@ -358,3 +358,66 @@ func TestS3UploadOverHTTPHashesNoPayload(t *testing.T) {
 		t.Errorf("the server saw %d PUTs with a body, want 5", bodies)
 	}
 }
+
+// An S3 server that goes silent fails the transfer once the SDK's retries
+// are spent, rather than holding the filer: S3Timeout bounds each wait for
+// the connection to deliver something.
+func TestS3Timeouts(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/b/no-headers":
+		case "/b/stalls":
+			w.Header().Set("Content-Length", "1000")
+			w.Write(make([]byte, 10))
+			w.(http.Flusher).Flush()
+		case "/b/never-answers":
+			_, _ = io.Copy(io.Discard, r.Body)
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	tr, err := newS3Transport(Options{S3Timeout: 300 * time.Millisecond, S3PartSize: 8 << 20, S3Concurrency: 2, Logger: slog.New(slog.DiscardHandler), AWS: AWSOptions{
+		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true,
+	}}, &scrubber{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	up := filepath.Join(dir, "up")
+	if err := os.WriteFile(up, []byte("payload"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uf, err := os.Open(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uf.Close()
+	for _, c := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"GET, no headers", func(ctx context.Context) error { _, err := tr.get(ctx, "s3://b/no-headers", f); return err }},
+		{"GET, body stalls", func(ctx context.Context) error { _, err := tr.get(ctx, "s3://b/stalls", f); return err }},
+		{"PUT, never answers", func(ctx context.Context) error { return tr.put(ctx, "s3://b/never-answers", uf, 7) }},
+	} {
+		// Without the bound, the call would end only with this context.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		start := time.Now()
+		err := c.run(ctx)
+		cancel()
+		took := time.Since(start)
+		if err == nil || !strings.Contains(err.Error(), "timeout") || took > 30*time.Second {
+			t.Errorf("%s: error %v after %v, want a timeout within the SDK's retries", c.name, err, took)
+		}
+	}
+}
