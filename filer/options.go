@@ -42,9 +42,9 @@ type Options struct {
 	// write to it. Default DefaultHTTPTimeout.
 	FTPTimeout time.Duration
 
-	// S3Timeout bounds how long an S3 connection may deliver nothing while
-	// a response is awaited or read (not a whole transfer): the request
-	// then fails, and the SDK retries it. Default DefaultHTTPTimeout.
+	// S3Timeout bounds connecting to an S3 server and each read from or
+	// write to it (not a whole transfer): the request then fails, and the
+	// SDK retries it. Default DefaultHTTPTimeout.
 	S3Timeout time.Duration
 
 	// NetrcPath names a netrc file with credentials for HTTP(S) and FTP

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -49,11 +50,16 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 			opts.Logger.Warn("s3: " + scrub.scrub(fmt.Sprintf(format, v...)))
 		}
 	})
-	// The SDK sets no read timeout for S3 itself: a server that stops
-	// sending would hold the filer for ever.
+	// The SDK sets no read timeout for S3: a server that stops sending
+	// would hold the filer for ever. The connections bound each read and
+	// write as the HTTP transport's do; a write also extends the wait for
+	// the answer, so that a part that takes long to send is not cut off
+	// (the SDK's own read timeout would count from before the request).
 	hc := awshttp.NewBuildableClient()
 	if opts.S3Timeout > 0 {
-		hc = hc.WithReadTimeout(opts.S3Timeout)
+		hc = hc.WithTransportOptions(func(tr *http.Transport) {
+			tr.DialContext = deadlineDialer(opts.S3Timeout)
+		})
 	}
 	lo := []func(*config.LoadOptions) error{config.WithLogger(sdkLog), config.WithHTTPClient(hc)}
 	if a.ConfigFile != "" {

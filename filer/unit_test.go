@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,6 +365,7 @@ func TestS3UploadOverHTTPHashesNoPayload(t *testing.T) {
 // the connection to deliver something.
 func TestS3Timeouts(t *testing.T) {
 	release := make(chan struct{})
+	var slowPut atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/b/no-headers":
@@ -373,6 +375,22 @@ func TestS3Timeouts(t *testing.T) {
 			w.(http.Flusher).Flush()
 		case "/b/never-answers":
 			_, _ = io.Copy(io.Discard, r.Body)
+		case "/b/slow-reader":
+			// About 50 MB/s: the body takes longer than the timeout in
+			// all, each piece well within it.
+			buf := make([]byte, 1<<20)
+			var n int64
+			for {
+				m, err := io.ReadFull(r.Body, buf)
+				n += int64(m)
+				if err != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			slowPut.Store(n)
+			w.Header().Set("ETag", `"e"`)
+			return
 		default:
 			http.NotFound(w, r)
 			return
@@ -420,4 +438,31 @@ func TestS3Timeouts(t *testing.T) {
 			t.Errorf("%s: error %v after %v, want a timeout within the SDK's retries", c.name, err, took)
 		}
 	}
+
+	// A PUT that takes longer than the timeout to send, as the server
+	// reads it slowly but steadily, goes through: one PUT of 64 MiB.
+	tr, err = newS3Transport(Options{S3Timeout: time.Second, S3PartSize: 128 << 20, S3Concurrency: 2, Logger: slog.New(slog.DiscardHandler), AWS: AWSOptions{
+		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true,
+	}}, &scrubber{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bf, err := os.Open(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bf.Close()
+	start := time.Now()
+	if err := tr.put(context.Background(), "s3://b/slow-reader", bf, size); err != nil {
+		t.Fatalf("slow but steady PUT: %v", err)
+	}
+	if got := slowPut.Load(); got != size {
+		t.Errorf("the server read %d bytes, want %d", got, size)
+	}
+	t.Logf("the slow PUT took %v", time.Since(start))
 }
