@@ -398,6 +398,8 @@ func pipeDelayed(dst, src net.Conn, delay time.Duration) {
 			n, err := src.Read(*buf)
 			if n > 0 {
 				q <- chunk{time.Now().Add(delay), (*buf)[:n]}
+			} else {
+				proxyBufs.Put(buf)
 			}
 			if err != nil {
 				return

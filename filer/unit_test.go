@@ -276,6 +276,14 @@ func TestParallelismFromEnv(t *testing.T) {
 	}
 }
 
+// fakeS3Options are o, with static credentials for the test server at
+// endpoint and no logs.
+func fakeS3Options(endpoint string, o Options) Options {
+	o.Logger = slog.New(slog.DiscardHandler)
+	o.AWS = AWSOptions{Endpoint: endpoint, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true}
+	return o
+}
+
 // An upload over plain HTTP computes the request checksum only: the payload
 // is marked UNSIGNED-PAYLOAD before the SDK's checksum pass, which would
 // otherwise hash the whole body with SHA-256 for a signature that does not
@@ -300,9 +308,7 @@ func TestS3UploadOverHTTPHashesNoPayload(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tr, err := newS3Transport(Options{S3PartSize: 5 << 20, S3Concurrency: 2, Logger: slog.New(slog.DiscardHandler), AWS: AWSOptions{
-		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true,
-	}}, &scrubber{})
+	tr, err := newS3Transport(fakeS3Options(srv.URL, Options{S3PartSize: 5 << 20, S3Concurrency: 2}), &scrubber{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,9 +405,7 @@ func TestS3Timeouts(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tr, err := newS3Transport(Options{S3Timeout: 300 * time.Millisecond, S3PartSize: 8 << 20, S3Concurrency: 2, Logger: slog.New(slog.DiscardHandler), AWS: AWSOptions{
-		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true,
-	}}, &scrubber{})
+	tr, err := newS3Transport(fakeS3Options(srv.URL, Options{S3Timeout: 300 * time.Millisecond, S3PartSize: 8 << 20, S3Concurrency: 2}), &scrubber{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,9 +445,7 @@ func TestS3Timeouts(t *testing.T) {
 
 	// A PUT that takes longer than the timeout to send, as the server
 	// reads it slowly but steadily, goes through: one PUT of 64 MiB.
-	tr, err = newS3Transport(Options{S3Timeout: time.Second, S3PartSize: 128 << 20, S3Concurrency: 2, Logger: slog.New(slog.DiscardHandler), AWS: AWSOptions{
-		Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "AKIDTEST", SecretAccessKey: "secret-for-the-test", DisableIMDS: true,
-	}}, &scrubber{})
+	tr, err = newS3Transport(fakeS3Options(srv.URL, Options{S3Timeout: time.Second, S3PartSize: 128 << 20, S3Concurrency: 2}), &scrubber{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 // Command rsslaunch runs a command and writes its wall time, CPU time (user
 // and system) and peak RSS (from its os.ProcessState) as JSON to the file
-// named by its first argument. The filer's benchmark measures processes through it: a child's
-// ru_maxrss starts from the RSS of the process that spawned it (Linux keeps
-// the spawner's high-water mark across the exec of a vfork'd child), and
-// this small process takes far less memory than the benchmark.
+// named by its first argument. The filer's benchmark measures processes
+// through it: a child's ru_maxrss starts from the RSS of the process that
+// spawned it (Linux keeps the spawner's high-water mark across the exec of
+// a vfork'd child), and this small process takes far less memory than the
+// benchmark.
 package main
 
 import (
