@@ -1,8 +1,10 @@
 package filer
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -144,6 +146,9 @@ func (o Options) withDefaults() Options {
 //	NETRC                               netrc file (default ~/.netrc if present)
 //	AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE
 //	HOST_BASE_PATH, CONTAINER_BASE_PATH file:// mapping
+//	TESK_USER_CREDENTIALS               a directory with the task's user's own
+//	                                    .netrc and FTP username and password
+//	                                    files, in place of NETRC and TESK_FTP_*
 //
 // The logger is left nil. It fails on a FILER_HTTP_TIMEOUT that is not a
 // positive number of seconds, and on a FILER_PARALLELISM that is not a
@@ -176,6 +181,11 @@ func OptionsFromEnv() (Options, error) {
 			o.NetrcPath = p
 		}
 	}
+	if dir := strings.TrimSpace(os.Getenv("TESK_USER_CREDENTIALS")); dir != "" {
+		if err := userCredentials(&o, dir); err != nil {
+			return o, fmt.Errorf("TESK_USER_CREDENTIALS: %v", err)
+		}
+	}
 	o.AWS.ConfigFile = os.Getenv("AWS_CONFIG_FILE")
 	o.AWS.CredentialsFile = os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
 	o.AWS.Profile = os.Getenv("AWS_PROFILE")
@@ -186,6 +196,27 @@ func OptionsFromEnv() (Options, error) {
 		o.ContainerBasePath = o.HostBasePath
 	}
 	return o, nil
+}
+
+// userCredentials reads the task's user's own credentials, as the handler
+// mounts the user's secret (behaviour §3.14): its keys .netrc, username and
+// password, each absent one meaning none, never the shared credentials.
+func userCredentials(o *Options, dir string) error {
+	o.NetrcPath, o.FTPUser, o.FTPPassword = "", "", ""
+	if _, err := os.Stat(filepath.Join(dir, ".netrc")); err == nil {
+		o.NetrcPath = filepath.Join(dir, ".netrc")
+	}
+	for name, into := range map[string]*string{"username": &o.FTPUser, "password": &o.FTPPassword} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			*into = strings.TrimRight(string(b), "\r\n")
+		}
+	}
+	return nil
 }
 
 // ParseParallelism reads how many files move at once: a whole number from 1

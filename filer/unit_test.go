@@ -176,6 +176,39 @@ func TestOptionsFromEnv(t *testing.T) {
 	}
 }
 
+// TestUserCredentialsFromEnv: with TESK_USER_CREDENTIALS the user's files
+// replace the shared netrc and FTP credentials; a file the user's secret
+// lacks means none (behaviour §3.14).
+func TestUserCredentialsFromEnv(t *testing.T) {
+	t.Setenv("TESK_FTP_USERNAME", "shared")
+	t.Setenv("TESK_FTP_PASSWORD", "shared-password")
+	t.Setenv("NETRC", "/netrc/.netrc")
+	dir := t.TempDir()
+	t.Setenv("TESK_USER_CREDENTIALS", dir)
+	o, err := OptionsFromEnv()
+	if err != nil || o.FTPUser != "" || o.FTPPassword != "" || o.NetrcPath != "" {
+		t.Errorf("an empty secret: %+v %v, want no credentials", o, err)
+	}
+	for name, data := range map[string]string{"username": "alice\n", "password": "pa55", ".netrc": "machine x login a password b\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err = OptionsFromEnv()
+	if err != nil || o.FTPUser != "alice" || o.FTPPassword != "pa55" || o.NetrcPath != filepath.Join(dir, ".netrc") {
+		t.Errorf("the user's secret: %+v %v", o, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "password")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "password"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OptionsFromEnv(); err == nil || !strings.Contains(err.Error(), "TESK_USER_CREDENTIALS") {
+		t.Errorf("a password that cannot be read: %v, want an error naming TESK_USER_CREDENTIALS", err)
+	}
+}
+
 func TestDebugFromEnv(t *testing.T) {
 	for v, want := range map[string]bool{"": false, "0": false, "false": false, "1": true, "true": true, "TRUE": true, "yes": true, "on": true} {
 		t.Setenv("DEBUG", v)

@@ -46,7 +46,7 @@ type step struct {
 // apply carries out a plan: the progress first, the actions in order, the
 // final state last (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
-	st := &step{r: r, anchor: anchor, a: Anchor{Name: anchor.Name, Namespace: anchor.Namespace, UID: anchor.UID}, spec: obs.Spec}
+	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec}
 	rv := anchor.ResourceVersion
 	if plan.Progress != nil {
 		ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
@@ -133,7 +133,7 @@ func (st *step) needSpec(ctx context.Context, part string) (*taskspec.Task, step
 	if st.spec != nil {
 		return st.spec, finished, nil
 	}
-	spec, err := anchorSpec(st.anchor)
+	spec, err := st.r.anchorSpec(st.anchor)
 	if err != nil {
 		st.r.log(ctx).Errorw("The task cannot be read; it stops", "task", st.a.Name, "error", err)
 		next, err := st.endPart(ctx, part, fmt.Sprintf("The task cannot be read: %v", err), false)
@@ -415,7 +415,7 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 	spec := st.spec
 	if spec == nil {
 		var err error
-		if spec, err = anchorSpec(st.anchor); err != nil {
+		if spec, err = st.r.anchorSpec(st.anchor); err != nil {
 			warn("Reading the task failed", err)
 			return
 		}

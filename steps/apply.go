@@ -287,7 +287,7 @@ func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Opt
 	if prog.Parts == nil && obs.Spec == nil && opts.Submit {
 		// Only a submission starts a task; other events of a task not
 		// submitted yet find it QUEUED.
-		spec, err := anchorSpec(anchor)
+		spec, err := r.anchorSpec(anchor)
 		if err != nil {
 			obs.Unreadable = err.Error()
 		} else {
@@ -339,8 +339,9 @@ func podPointers(items []corev1.Pod) []*corev1.Pod {
 	return pods
 }
 
-// anchorSpec decodes the task stored on its anchor.
-func anchorSpec(anchor *corev1.ConfigMap) (*taskspec.Task, error) {
+// anchorSpec decodes the task stored on its anchor and checks its executors
+// against the allow-list (behaviour §8.8).
+func (r *Runner) anchorSpec(anchor *corev1.ConfigMap) (*taskspec.Task, error) {
 	data, ok := anchor.BinaryData[taskspec.ConfigMapKey]
 	if !ok {
 		if s, ok := anchor.Data[taskspec.ConfigMapKey]; ok {
@@ -349,7 +350,19 @@ func anchorSpec(anchor *corev1.ConfigMap) (*taskspec.Task, error) {
 			return nil, fmt.Errorf("ConfigMap %s has no %s", anchor.Name, taskspec.ConfigMapKey)
 		}
 	}
-	return taskspec.DecodeGzip(data)
+	spec, err := taskspec.DecodeGzip(data)
+	if err != nil {
+		return nil, err
+	}
+	return spec, r.admit(spec, anchor.Namespace)
+}
+
+// admit checks a task's executors against the allow-list.
+func (r *Runner) admit(spec *taskspec.Task, ns string) error {
+	if err := Admit(spec, ns, r.Config); err != nil {
+		return fmt.Errorf("task refused: %w", err)
+	}
+	return nil
 }
 
 func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {

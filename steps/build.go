@@ -1,8 +1,11 @@
 package steps
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,12 +29,22 @@ const (
 	netrcMountPath  = "/netrc"
 	transferVolume  = "transfer"
 	filerContainer  = "filer"
+	userVolumeName  = "user-credentials"
+	userMountPath   = "/tesk/user"
 )
 
 // Anchor identifies the object that owns a task's PVC and jobs.
 type Anchor struct {
 	Name, Namespace string
 	UID             types.UID
+	// Creator is the subject that created the task through the TES API
+	// (taskmeta.AnnotationCreator), if known.
+	Creator string
+}
+
+// AnchorOf identifies a task's anchor.
+func AnchorOf(m metav1.ObjectMeta) Anchor {
+	return Anchor{Name: m.Name, Namespace: m.Namespace, UID: m.UID, Creator: m.Annotations[taskmeta.AnnotationCreator]}
 }
 
 func (a Anchor) ownerRefs() []metav1.OwnerReference {
@@ -67,9 +80,11 @@ func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeCl
 	return pvc
 }
 
-// BuildExecutorJob is the i-th executor's job: the TESK API's job spec, named
-// and labelled as TESK's, owned by the anchor, with the task volume mounted,
-// requests as limits where limits are missing, and the executor backoff limit.
+// BuildExecutorJob is the i-th executor's job: the TESK API's job spec
+// (admitted by Admit), named and labelled as TESK's, owned by the anchor,
+// with the task volume and the executor secret mounted, requests as limits
+// where limits are missing, the executor backoff limit, the executors'
+// ServiceAccount without its token, and the executors' security context.
 func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
 	j := t.Executors[i].DeepCopy()
 	j.TypeMeta = metav1.TypeMeta{}
@@ -92,10 +107,19 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 	if ps.RestartPolicy == "" {
 		ps.RestartPolicy = corev1.RestartPolicyNever
 	}
+	taskPodIdentity(ps, cfg)
 	for k := range ps.Containers {
 		c := &ps.Containers[k]
 		if len(c.Resources.Limits) == 0 && len(c.Resources.Requests) > 0 {
 			c.Resources.Limits = c.Resources.Requests.DeepCopy()
+		}
+		c.SecurityContext = ExecutorSecurity(cfg.ExecutorSecurityContext, c.SecurityContext)
+	}
+	if s := cfg.ExecutorSecret; s.Name != "" && !slices.ContainsFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Name == s.Name }) {
+		// The TESK API mounts it itself; the TES API leaves it to here.
+		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: s.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.Name}}})
+		for k := range ps.Containers {
+			ps.Containers[k].VolumeMounts = append(ps.Containers[k].VolumeMounts, corev1.VolumeMount{Name: s.Name, MountPath: s.MountPath, ReadOnly: true})
 		}
 	}
 	if t.NeedsVolume() {
@@ -111,6 +135,83 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 		}
 	}
 	return j
+}
+
+// taskPodIdentity runs a task's pod as the task pods' ServiceAccount,
+// without its token (nothing in a task talks to the API server), and
+// without the environment variables of the namespace's Services.
+func taskPodIdentity(ps *corev1.PodSpec, cfg Config) {
+	no := false
+	ps.ServiceAccountName = cfg.ExecutorServiceAccount
+	ps.AutomountServiceAccountToken = &no
+	ps.EnableServiceLinks = &no
+}
+
+// ExecutorSecurity is an executor container's security context: the
+// operator's (EXECUTOR_SECURITY_CONTEXT, or the default) with what the
+// task's own asks for on top, which Admit allows only where it chooses the
+// user or takes rights away: the user, the group, non-root, a read-only
+// root file system, capabilities dropped (added to those dropped), and
+// privilege escalation, privileged mode and the seccomp profile only where
+// the operator's leaves them unset.
+func ExecutorSecurity(base, task *corev1.SecurityContext) *corev1.SecurityContext {
+	if base == nil {
+		return task.DeepCopy()
+	}
+	sc := base.DeepCopy()
+	if task == nil {
+		return sc
+	}
+	if task.RunAsUser != nil {
+		sc.RunAsUser = task.RunAsUser
+	}
+	if task.RunAsGroup != nil {
+		sc.RunAsGroup = task.RunAsGroup
+	}
+	if task.RunAsNonRoot != nil && *task.RunAsNonRoot {
+		sc.RunAsNonRoot = task.RunAsNonRoot
+	}
+	if task.ReadOnlyRootFilesystem != nil && *task.ReadOnlyRootFilesystem {
+		sc.ReadOnlyRootFilesystem = task.ReadOnlyRootFilesystem
+	}
+	if c := task.Capabilities; c != nil && len(c.Drop) > 0 {
+		if sc.Capabilities == nil {
+			sc.Capabilities = &corev1.Capabilities{}
+		}
+		for _, d := range c.Drop {
+			if !slices.Contains(sc.Capabilities.Drop, d) {
+				sc.Capabilities.Drop = append(sc.Capabilities.Drop, d)
+			}
+		}
+	}
+	if sc.AllowPrivilegeEscalation == nil {
+		sc.AllowPrivilegeEscalation = task.AllowPrivilegeEscalation
+	}
+	if sc.Privileged == nil {
+		sc.Privileged = task.Privileged
+	}
+	if sc.SeccompProfile == nil {
+		sc.SeccompProfile = task.SeccompProfile
+	}
+	if sc.ProcMount == nil {
+		sc.ProcMount = task.ProcMount
+	}
+	if sc.AppArmorProfile == nil {
+		sc.AppArmorProfile = task.AppArmorProfile
+	}
+	return sc
+}
+
+// userHashLen is the length of the hash that names a user's secret.
+const userHashLen = 20
+
+// UserSecretName is the secret that holds a user's credentials for the
+// filer: the prefix and the first 20 hex digits of the SHA-256 of the
+// user's subject (as the TES API's tokens name it), so that
+// `printf %s "$SUBJECT" | sha256sum | cut -c1-20` names it too.
+func UserSecretName(prefix, subject string) string {
+	sum := sha256.Sum256([]byte(subject))
+	return prefix + hex.EncodeToString(sum[:])[:userHashLen]
 }
 
 // BuildFilerJob is the inputs or outputs filer's job (part taskmeta.PartInputsFiler or
@@ -136,7 +237,13 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 	if cfg.FilerParallelism > 0 {
 		env = append(env, corev1.EnvVar{Name: "FILER_PARALLELISM", Value: strconv.Itoa(cfg.FilerParallelism)})
 	}
-	env = append(env, ftpEnv(cfg)...)
+	user := ""
+	if cfg.UserSecretPrefix != "" && a.Creator != "" {
+		user = UserSecretName(cfg.UserSecretPrefix, a.Creator)
+		env = append(env, corev1.EnvVar{Name: "TESK_USER_CREDENTIALS", Value: userMountPath})
+	} else {
+		env = append(env, ftpEnv(cfg)...)
+	}
 	for _, kv := range [][2]string{{"TESK_FTP_HOSTS", cfg.FTPHosts}, {"HOST_BASE_PATH", cfg.HostBasePath}, {"CONTAINER_BASE_PATH", cfg.ContainerBasePath}} {
 		if kv[1] != "" {
 			env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
@@ -145,18 +252,32 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 	mounts := []corev1.VolumeMount{
 		{Name: taskVolumeName, MountPath: taskspec.FilerTaskDir},
 		{Name: jsonVolumeName, MountPath: jsonMountPath, ReadOnly: true},
-		{Name: awsVolumeName, MountPath: awsMountPath, ReadOnly: true},
 	}
 	volumes := []corev1.Volume{
 		pvcVolume(a.Name),
 		{Name: jsonVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: a.Name},
 		}}},
-		{Name: awsVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: AWSSecretName, Optional: &optional,
-		}}},
 	}
-	if cfg.NetrcSecretName != "" {
+	// The task's user's own credentials, if the operator keeps them per
+	// user (behaviour §3.14): then none of the shared ones.
+	credentials, credentialsPath := AWSSecretName, awsMountPath
+	if user != "" {
+		credentials, credentialsPath = user, userMountPath
+		for i := range env {
+			switch env[i].Name {
+			case "AWS_CONFIG_FILE":
+				env[i].Value = path.Join(userMountPath, "config")
+			case "AWS_SHARED_CREDENTIALS_FILE":
+				env[i].Value = path.Join(userMountPath, "credentials")
+			}
+		}
+	}
+	mounts = append(mounts, corev1.VolumeMount{Name: awsVolumeName, MountPath: credentialsPath, ReadOnly: true})
+	volumes = append(volumes, corev1.Volume{Name: awsVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: credentials, Optional: &optional,
+	}}})
+	if cfg.NetrcSecretName != "" && user == "" {
 		env = append(env, corev1.EnvVar{Name: "NETRC", Value: path.Join(netrcMountPath, ".netrc")})
 		mounts = append(mounts, corev1.VolumeMount{Name: netrcVolumeName, MountPath: netrcMountPath, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: netrcVolumeName, VolumeSource: corev1.VolumeSource{
@@ -201,6 +322,8 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 			},
 		},
 	}
+	// The filer reads the task from its mounted anchor: it needs no token.
+	taskPodIdentity(&j.Spec.Template.Spec, cfg)
 	return j
 }
 

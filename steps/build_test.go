@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -71,15 +72,15 @@ func TestBuildExecutorJob(t *testing.T) {
 		if j.Name != testTask+"-ex-01" || j.Namespace != testNS {
 			t.Errorf("job %s/%s", j.Namespace, j.Name)
 		}
-		for k, v := range map[string]string{taskmeta.LabelTask: testTask, taskmeta.LabelJobType: "executor", taskmeta.LabelExecutorNo: "1", "from-api": "yes"} {
+		for k, v := range map[string]string{taskmeta.LabelTask: testTask, taskmeta.LabelJobType: "executor", taskmeta.LabelExecutorNo: "1", taskmeta.LabelCreator: "user-1"} {
 			if j.Labels[k] != v {
 				t.Errorf("label %s = %q, want %q", k, j.Labels[k], v)
 			}
 		}
-		if j.Spec.Template.Labels[taskmeta.LabelTask] != testTask || j.Spec.Template.Labels["from-api"] != "yes" {
+		if j.Spec.Template.Labels[taskmeta.LabelTask] != testTask || j.Spec.Template.Labels[taskmeta.LabelCreator] != "user-1" {
 			t.Errorf("pod template labels %v", j.Spec.Template.Labels)
 		}
-		if j.Annotations["description"] != "executor" {
+		if j.Annotations[taskmeta.AnnotationTaskName] != "hello" {
 			t.Errorf("annotations %v: the TESK API's are kept", j.Annotations)
 		}
 		wantOwner(t, j.OwnerReferences)
@@ -459,4 +460,126 @@ func hasSecretVolume(ps corev1.PodSpec, name, secret string, optional bool) bool
 		}
 	}
 	return false
+}
+
+// TestTaskPodsAreHardened: executors and filers run without a
+// ServiceAccount token and without the Services' environment; executors as
+// EXECUTOR_SERVICE_ACCOUNT with the executors' security context, which a
+// task may only tighten (behaviour §3.13).
+func TestTaskPodsAreHardened(t *testing.T) {
+	noToken := func(t *testing.T, ps corev1.PodSpec, sa string) {
+		t.Helper()
+		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+			t.Errorf("automountServiceAccountToken %v, want false", ps.AutomountServiceAccountToken)
+		}
+		if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
+			t.Errorf("enableServiceLinks %v, want false", ps.EnableServiceLinks)
+		}
+		if ps.ServiceAccountName != sa {
+			t.Errorf("serviceAccountName %q, want %q", ps.ServiceAccountName, sa)
+		}
+	}
+	t.Run("the defaults", func(t *testing.T) {
+		ex := BuildExecutorJob(testAnchor, taskWith(1), 0, DefaultConfig()).Spec.Template.Spec
+		noToken(t, ex, "")
+		if !reflect.DeepEqual(ex.Containers[0].SecurityContext, DefaultExecutorSecurityContext()) {
+			t.Errorf("security context %+v", ex.Containers[0].SecurityContext)
+		}
+		sc := ex.Containers[0].SecurityContext
+		if *sc.AllowPrivilegeEscalation || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || sc.RunAsUser != nil || sc.RunAsNonRoot != nil {
+			t.Errorf("default executor security context %+v: want no escalation, no capabilities, RuntimeDefault, the image's user", sc)
+		}
+		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
+			noToken(t, BuildFilerJob(testAnchor, part, DefaultConfig()).Spec.Template.Spec, "")
+		}
+	})
+	t.Run("EXECUTOR_SERVICE_ACCOUNT and EXECUTOR_SECURITY_CONTEXT", func(t *testing.T) {
+		cfg, issues := LoadEnv(DefaultConfig(), func(k string) string {
+			return map[string]string{"EXECUTOR_SERVICE_ACCOUNT": "tesk-executor", "EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true, "runAsUser": 1000}`}[k]
+		})
+		if len(issues) != 0 {
+			t.Fatal(issues)
+		}
+		ex := BuildExecutorJob(testAnchor, taskWith(1), 0, cfg).Spec.Template.Spec
+		noToken(t, ex, "tesk-executor")
+		want := &corev1.SecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000))}
+		if !reflect.DeepEqual(ex.Containers[0].SecurityContext, want) {
+			t.Errorf("security context %+v, want EXECUTOR_SECURITY_CONTEXT's", ex.Containers[0].SecurityContext)
+		}
+		noToken(t, BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec, "tesk-executor")
+	})
+	t.Run("EXECUTOR_SECURITY_CONTEXT {}: none", func(t *testing.T) {
+		cfg, _ := LoadEnv(DefaultConfig(), func(k string) string { return map[string]string{"EXECUTOR_SECURITY_CONTEXT": "{}"}[k] })
+		if sc := BuildExecutorJob(testAnchor, taskWith(1), 0, cfg).Spec.Template.Spec.Containers[0].SecurityContext; sc != nil {
+			t.Errorf("security context %+v, want none", sc)
+		}
+	})
+	t.Run("a task's own security context chooses the user and tightens", func(t *testing.T) {
+		task := taskWith(1)
+		task.Executors[0].Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+			RunAsUser: ptr(int64(0)), ReadOnlyRootFilesystem: ptr(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW", "ALL"}},
+		}
+		sc := BuildExecutorJob(testAnchor, task, 0, DefaultConfig()).Spec.Template.Spec.Containers[0].SecurityContext
+		want := DefaultExecutorSecurityContext()
+		want.RunAsUser, want.ReadOnlyRootFilesystem = ptr(int64(0)), ptr(true)
+		want.Capabilities.Drop = []corev1.Capability{"ALL", "NET_RAW"}
+		if !reflect.DeepEqual(sc, want) {
+			t.Errorf("security context %+v, want %+v", sc, want)
+		}
+	})
+	t.Run("the executor secret: mounted read-only, once", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.ExecutorSecret = ExecutorSecret{Name: "tesk-creds", MountPath: "/secret"}
+		for name, task := range map[string]*taskspec.Task{
+			"added (the TES API's job)":      taskWith(1),
+			"kept (the TESK API's, with it)": {Executors: []batchv1.Job{teskAPIExecutor()}},
+		} {
+			ps := BuildExecutorJob(testAnchor, task, 0, cfg).Spec.Template.Spec
+			if len(ps.Volumes) != 1 || !hasSecretVolume(ps, "tesk-creds", "tesk-creds", false) || len(ps.Containers[0].VolumeMounts) != 1 || !hasMount(ps.Containers[0], "tesk-creds", "/secret", true) {
+				t.Errorf("%s: volumes %+v, mounts %+v", name, ps.Volumes, ps.Containers[0].VolumeMounts)
+			}
+		}
+	})
+}
+
+// TestUserCredentials: with FILER_USER_SECRET_PREFIX, the filer of a task
+// whose creator is known gets that user's secret, and none of the shared
+// credentials; a task without a creator keeps the shared ones (behaviour
+// §3.14).
+func TestUserCredentials(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.UserSecretPrefix = "tesk-user-"
+	cfg.NetrcSecretName = "shared-netrc"
+	cfg.FTPSecretName = "shared-ftp"
+	alice := testAnchor
+	alice.Creator = "alice@example.org"
+	secret := UserSecretName("tesk-user-", "alice@example.org")
+	if secret != "tesk-user-7a64adf28737ea90719c" || len(secret) != len("tesk-user-")+20 {
+		// printf %s alice@example.org | sha256sum | cut -c1-20
+		t.Errorf("UserSecretName = %q", secret)
+	}
+	ps := BuildFilerJob(alice, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec
+	env := envOf(ps.Containers[0])
+	if !hasSecretVolume(ps, "aws-secret", secret, true) || !hasMount(ps.Containers[0], "aws-secret", "/tesk/user", true) {
+		t.Errorf("volumes %+v mounts %+v, want the user's secret at /tesk/user", ps.Volumes, ps.Containers[0].VolumeMounts)
+	}
+	if env["TESK_USER_CREDENTIALS"].Value != "/tesk/user" || env["AWS_CONFIG_FILE"].Value != "/tesk/user/config" || env["AWS_SHARED_CREDENTIALS_FILE"].Value != "/tesk/user/credentials" {
+		t.Errorf("env %+v", env)
+	}
+	for _, v := range ps.Volumes {
+		if v.Secret != nil && (v.Secret.SecretName == "aws-secret" || v.Secret.SecretName == "shared-netrc") {
+			t.Errorf("a shared secret is mounted: %+v", v)
+		}
+	}
+	for _, name := range []string{"NETRC", "TESK_FTP_USERNAME", "TESK_FTP_PASSWORD"} {
+		if _, ok := env[name]; ok {
+			t.Errorf("%s is set from the shared credentials", name)
+		}
+	}
+
+	ps = BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec
+	if !hasSecretVolume(ps, "aws-secret", "aws-secret", true) || !hasSecretVolume(ps, "netrc", "shared-netrc", false) || envOf(ps.Containers[0])["TESK_FTP_USERNAME"].ValueFrom == nil {
+		t.Errorf("a task without a creator: volumes %+v", ps.Volumes)
+	}
 }

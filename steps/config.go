@@ -67,6 +67,37 @@ type Config struct {
 	NetrcSecretName          string
 
 	HostBasePath, ContainerBasePath, TransferPVCName string
+
+	// ExecutorSecret, if its Name is set, is mounted read-only into every
+	// executor (EXECUTOR_SECRET_NAME, EXECUTOR_SECRET_MOUNT_PATH), as the
+	// TESK API's executor secret; it is also the one volume an executor's
+	// job spec may name itself (behaviour §8.8).
+	ExecutorSecret ExecutorSecret
+	// ExecutorSecurityContext is every executor container's security
+	// context (EXECUTOR_SECURITY_CONTEXT; nil: none). A task's own may only
+	// choose the user and take rights away (behaviour §3.13).
+	ExecutorSecurityContext *corev1.SecurityContext
+	// ExecutorServiceAccount runs the executor pods
+	// (EXECUTOR_SERVICE_ACCOUNT; empty: the namespace's default). No
+	// executor or filer pod gets a token of its ServiceAccount.
+	ExecutorServiceAccount string
+
+	// AllowInlineInput takes the task JSON from a task.submitted event's
+	// data.input (ALLOW_INLINE_INPUT): meant for local use. Off, such an
+	// event is refused and only tasks whose anchor the TES API (or the TESK
+	// API) wrote can start (behaviour §5.2).
+	AllowInlineInput bool
+
+	// UserSecretPrefix, if set, gives the filer jobs of a task that the TES
+	// API created for a known user the secret <prefix><user hash> in place
+	// of the shared credentials (FILER_USER_SECRET_PREFIX, behaviour §3.14).
+	UserSecretPrefix string
+}
+
+// ExecutorSecret is a secret mounted read-only into every executor.
+type ExecutorSecret struct {
+	Name      string
+	MountPath string
 }
 
 // FilerImage is the image of the filer jobs.
@@ -82,6 +113,21 @@ func DefaultConfig() Config {
 		FilerHTTPTimeout:        DefaultFilerTimeout,
 		FilerPodSecurityContext: DefaultFilerPodSecurityContext(),
 		FilerSecurityContext:    DefaultFilerSecurityContext(),
+		ExecutorSecurityContext: DefaultExecutorSecurityContext(),
+	}
+}
+
+// DefaultExecutorSecurityContext is the executor container's security
+// context unless EXECUTOR_SECURITY_CONTEXT replaces it: no privilege
+// escalation, no capabilities, the runtime's default seccomp profile. The
+// user stays the one the image asks for (root included), so images that
+// run as root and write only what they own keep working.
+func DefaultExecutorSecurityContext() *corev1.SecurityContext {
+	no := false
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 
@@ -214,6 +260,48 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	cfg.FTPHosts = get("TESK_FTP_HOSTS")
 	cfg.NetrcSecretName = get("NETRC_SECRET_NAME")
 	cfg.HostBasePath, cfg.ContainerBasePath, cfg.TransferPVCName = get("HOST_BASE_PATH"), get("CONTAINER_BASE_PATH"), get("TRANSFER_PVC_NAME")
+	if v := get("EXECUTOR_SECURITY_CONTEXT"); v != "" {
+		var sc corev1.SecurityContext
+		if err := strictObject(v, &sc); err != nil {
+			bad("error", "EXECUTOR_SECURITY_CONTEXT", "%v; keeping the default", err)
+		} else if isZero(sc) {
+			cfg.ExecutorSecurityContext = nil
+		} else {
+			cfg.ExecutorSecurityContext = &sc
+		}
+	}
+	if v := get("EXECUTOR_SERVICE_ACCOUNT"); v != "" {
+		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+			bad("error", "EXECUTOR_SERVICE_ACCOUNT", "%q is not a ServiceAccount name; executors run as the namespace's default", v)
+		} else {
+			cfg.ExecutorServiceAccount = v
+		}
+	}
+	if name, mount := get("EXECUTOR_SECRET_NAME"), get("EXECUTOR_SECRET_MOUNT_PATH"); name != "" {
+		switch {
+		case len(validation.IsDNS1123Subdomain(name)) > 0:
+			bad("error", "EXECUTOR_SECRET_NAME", "%q is not a secret name; no executor secret is mounted", name)
+		case !cleanAbs(mount) || mount == "/":
+			bad("error", "EXECUTOR_SECRET_MOUNT_PATH", "%q is not a clean absolute path below /; no executor secret is mounted", mount)
+		default:
+			cfg.ExecutorSecret = ExecutorSecret{Name: name, MountPath: mount}
+		}
+	}
+	if v := get("ALLOW_INLINE_INPUT"); v != "" {
+		if b, err := strconv.ParseBool(v); err != nil {
+			bad("error", "ALLOW_INLINE_INPUT", "%q is not a boolean; events with an input are refused", v)
+		} else {
+			cfg.AllowInlineInput = b
+		}
+	}
+	if v := get("FILER_USER_SECRET_PREFIX"); v != "" {
+		// The prefix and a hash of 20 characters make a secret name.
+		if errs := validation.IsDNS1123Subdomain(v + strings.Repeat("0", userHashLen)); len(errs) > 0 || strings.HasSuffix(v, ".") {
+			bad("error", "FILER_USER_SECRET_PREFIX", "%q does not begin a secret name; every filer gets the shared credentials", v)
+		} else {
+			cfg.UserSecretPrefix = v
+		}
+	}
 	for _, i := range fileTransfer(&cfg) {
 		bad("error", i.Name, "%s", i.Msg)
 	}

@@ -506,6 +506,43 @@ func TestLoadEnv(t *testing.T) {
 			issues: []string{"error TRANSFER_PVC_NAME"},
 			check:  wantNoFileTransfer,
 		},
+		{
+			name: "the executors' settings (behaviour §3.13)",
+			env: map[string]string{
+				"EXECUTOR_SERVICE_ACCOUNT": "tesk-executor", "EXECUTOR_SECRET_NAME": "creds", "EXECUTOR_SECRET_MOUNT_PATH": "/secret",
+				"EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true}`, "ALLOW_INLINE_INPUT": "true", "FILER_USER_SECRET_PREFIX": "tesk-user-",
+			},
+			check: func(t *testing.T, c Config) {
+				if c.ExecutorServiceAccount != "tesk-executor" || c.ExecutorSecret != (ExecutorSecret{"creds", "/secret"}) ||
+					c.ExecutorSecurityContext == nil || !*c.ExecutorSecurityContext.RunAsNonRoot || c.ExecutorSecurityContext.Capabilities != nil ||
+					!c.AllowInlineInput || c.UserSecretPrefix != "tesk-user-" {
+					t.Errorf("%+v", c)
+				}
+			},
+		},
+		{
+			name: "malformed executors' settings keep the defaults",
+			env: map[string]string{
+				"EXECUTOR_SERVICE_ACCOUNT": "Tesk_Executor", "EXECUTOR_SECRET_NAME": "creds", "EXECUTOR_SECRET_MOUNT_PATH": "secret",
+				"EXECUTOR_SECURITY_CONTEXT": `{"privileged": "yes"}`, "ALLOW_INLINE_INPUT": "sometimes", "FILER_USER_SECRET_PREFIX": "Users_",
+			},
+			issues: []string{"error EXECUTOR_SECURITY_CONTEXT", "error EXECUTOR_SERVICE_ACCOUNT", "error EXECUTOR_SECRET_MOUNT_PATH", "error ALLOW_INLINE_INPUT", "error FILER_USER_SECRET_PREFIX"},
+			check: func(t *testing.T, c Config) {
+				if c.ExecutorServiceAccount != "" || c.ExecutorSecret.Name != "" || !reflect.DeepEqual(c.ExecutorSecurityContext, DefaultExecutorSecurityContext()) || c.AllowInlineInput || c.UserSecretPrefix != "" {
+					t.Errorf("%+v", c)
+				}
+			},
+		},
+		{
+			name:   "an executor secret name that is not a name",
+			env:    map[string]string{"EXECUTOR_SECRET_NAME": "My Secret", "EXECUTOR_SECRET_MOUNT_PATH": "/secret"},
+			issues: []string{"error EXECUTOR_SECRET_NAME"},
+			check: func(t *testing.T, c Config) {
+				if c.ExecutorSecret.Name != "" {
+					t.Errorf("%+v", c.ExecutorSecret)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

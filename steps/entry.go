@@ -15,19 +15,28 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// Submit starts a task. With input (the task JSON), it creates the task's
-// anchor ConfigMap from it, as the TESK API would; without, it reads the
-// task from the ConfigMap the TESK API created. A duplicate submission
-// changes nothing: the anchor on the cluster is the task.
+// Submit starts a task. With input (the task JSON; only with
+// AllowInlineInput), it creates the task's anchor ConfigMap from it, as the
+// TESK API would; without, it reads the task from the ConfigMap the TES API
+// or the TESK API created. A duplicate submission changes nothing: the
+// anchor on the cluster is the task.
 func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMessage, event string) (Result, error) {
 	var spec *taskspec.Task
+	if len(input) > 0 && !r.Config.AllowInlineInput {
+		// Whoever can post an event would choose the pods (behaviour §5.2).
+		return Result{Task: task, Namespace: ns, Actions: []Action{}}, &BadInputError{Err: fmt.Errorf(
+			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take (ALLOW_INLINE_INPUT is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)}
+	}
 	if len(input) > 0 {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: task, Namespace: ns, Labels: map[string]string{taskmeta.LabelTask: task}},
 			BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskspec.Gzip(input)},
 		}
 		var bad error
-		if spec, bad = taskspec.Decode(input); bad != nil {
+		if spec, bad = taskspec.Decode(input); bad == nil {
+			bad = r.admit(spec, ns)
+		}
+		if bad != nil {
 			// A task that can never run still becomes a task, ended with
 			// SYSTEM_ERROR and why, so that the view, the TTL and the
 			// sweep see it; the event is answered 400 (behaviour §8.5).

@@ -264,8 +264,11 @@ func testCtx(t *testing.T) context.Context {
 	return logging.WithLogger(context.Background(), zaptest.NewLogger(t).Sugar())
 }
 
-// testRunner is a runner on the fake API, at t0, with fast retries.
+// testRunner is a runner on the fake API, at t0, with fast retries. It
+// takes the task JSON from the events, as make dev's handler does
+// (TestInlineInputIsOffByDefault covers the default).
 func testRunner(api *fakeAPI, cfg Config) *Runner {
+	cfg.AllowInlineInput = true
 	return &Runner{
 		Client:  api,
 		Config:  cfg,

@@ -33,12 +33,12 @@ func executorSpec(i int, image string) batchv1.Job {
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        "api-given-name",
-			Labels:      map[string]string{"job-type": "executor", "executor-no": "99", "from-api": "yes"},
-			Annotations: map[string]string{"description": "executor"},
+			Labels:      map[string]string{"job-type": "executor", "executor-no": "99", "creator-user-id": "user-1"},
+			Annotations: map[string]string{"tes-task-name": "hello"},
 		},
 		Spec: batchv1.JobSpec{
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"from-api": "yes"}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"creator-user-id": "user-1"}},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{

@@ -22,6 +22,12 @@ const (
 
 	AnnotationIgnoreError    = "ignore-error"
 	AnnotationOutputFileLogs = "output-file-logs"
+
+	// LabelCreator (anchor, executor jobs) is the label-safe form of the
+	// user who created the task, as the TESK API writes it.
+	LabelCreator = "creator-user-id"
+	// AnnotationTaskName (anchor, executor jobs) is the task's TES name.
+	AnnotationTaskName = "tes-task-name"
 )
 
 // The service's own annotations: the task's progress on its anchor, and the
@@ -44,6 +50,9 @@ const (
 	AnnotationFailed = AnnotationPrefix + "failed"
 	// AnnotationFailedAt (job) is when the service failed the job (RFC 3339).
 	AnnotationFailedAt = AnnotationPrefix + "failed-at"
+	// AnnotationCreator (anchor) is the subject that created the task
+	// through the TES API (LabelCreator is its label-safe form).
+	AnnotationCreator = AnnotationPrefix + "creator"
 )
 
 // Parts of a task, in the order they run. The job names are TESK's:

@@ -27,9 +27,6 @@ const (
 	TaskKey = "TES_TASK.gz"
 	// AnnotationTags holds the task's tags as JSON, for the list's filters.
 	AnnotationTags = "tesk.ga4gh.org/tags"
-	// AnnotationCreator is the subject that created the task (creator-user-id
-	// is its label-safe form).
-	AnnotationCreator = "tesk.ga4gh.org/creator"
 )
 
 // BuildAnchor is the ConfigMap that anchors a task created through the TES
@@ -57,11 +54,11 @@ func BuildAnchor(ns, id string, t *Task, taskJSON []byte, c Caller) (*corev1.Con
 		},
 	}
 	if c.Label != "" {
-		cm.Labels[LabelCreator] = c.Label
-		cm.Annotations[AnnotationCreator] = c.Subject
+		cm.Labels[taskmeta.LabelCreator] = c.Label
+		cm.Annotations[taskmeta.AnnotationCreator] = c.Subject
 	}
 	if t.Name != "" {
-		cm.Annotations[AnnotationTaskName] = t.Name
+		cm.Annotations[taskmeta.AnnotationTaskName] = t.Name
 	}
 	if len(t.Tags) > 0 {
 		b, _ := json.Marshal(t.Tags)
@@ -104,7 +101,7 @@ func StoredTask(cm *corev1.ConfigMap) (*Task, bool) {
 // the TES API (by the TESK API or an event with its JSON): the executors'
 // images and commands, the inputs, outputs and volumes.
 func taskFromSpec(cm *corev1.ConfigMap) *Task {
-	t := &Task{Name: cm.Annotations[AnnotationTaskName]}
+	t := &Task{Name: cm.Annotations[taskmeta.AnnotationTaskName]}
 	data := cm.BinaryData[taskspec.ConfigMapKey]
 	if data == nil {
 		data = []byte(cm.Data[taskspec.ConfigMapKey])

@@ -21,12 +21,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// Labels and annotations the TESK API writes, besides those of steps.
-const (
-	LabelCreator       = "creator-user-id"
-	AnnotationTaskName = "tes-task-name"
-)
-
 // DefaultDiskGB is the task volume's size when the task asks for none, as the
 // TESK API sizes it.
 const DefaultDiskGB = 0.1
@@ -269,22 +263,12 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// ExecutorSecret is a secret mounted read-only into every executor, as the
-// TESK API's executor secret.
-type ExecutorSecret struct {
-	Name      string
-	MountPath string
-}
-
-// ConvertOptions are what the conversion takes from the configuration and
-// the caller.
+// ConvertOptions are what the conversion takes from the caller. What the
+// operator configures for every executor (the executor secret, the security
+// context, the ServiceAccount) the handler adds when it builds the job.
 type ConvertOptions struct {
 	// User is the label-safe form of the caller (creator-user-id).
 	User string
-	// Secret, if Name is set, is mounted into every executor.
-	Secret ExecutorSecret
-	// SecurityContext, if set, is every executor container's.
-	SecurityContext *corev1.SecurityContext
 }
 
 // Convert turns a validated task into the taskmaster's task JSON, as the
@@ -338,11 +322,11 @@ func executorJob(t *Task, id string, i int, ex Executor, res Resources, o Conver
 		taskmeta.LabelExecutorNo: strconv.Itoa(i),
 	}
 	if o.User != "" {
-		labels[LabelCreator] = o.User
+		labels[taskmeta.LabelCreator] = o.User
 	}
 	annotations := map[string]string{}
 	if t.Name != "" {
-		annotations[AnnotationTaskName] = t.Name
+		annotations[taskmeta.AnnotationTaskName] = t.Name
 	}
 	if ex.IgnoreError {
 		annotations[taskmeta.AnnotationIgnoreError] = "true"
@@ -369,18 +353,7 @@ func executorJob(t *Task, id string, i int, ex Executor, res Resources, o Conver
 	if len(req) > 0 {
 		c.Resources.Requests = req
 	}
-	if o.SecurityContext != nil {
-		c.SecurityContext = o.SecurityContext.DeepCopy()
-	}
-	pod := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}
-	if o.Secret.Name != "" {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: o.Secret.Name, MountPath: o.Secret.MountPath, ReadOnly: true})
-		pod.Volumes = append(pod.Volumes, corev1.Volume{
-			Name:         o.Secret.Name,
-			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: o.Secret.Name}},
-		})
-	}
-	pod.Containers = []corev1.Container{c}
+	pod := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c}}
 	return batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},

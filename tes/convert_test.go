@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -156,20 +157,16 @@ func TestConvert(t *testing.T) {
 				t.Errorf("volumes %v", s.Volumes)
 			}
 		}},
-		{"the executor secret and security context from configuration", base, ConvertOptions{
-			Secret:          ExecutorSecret{Name: "creds", MountPath: "/secret"},
-			SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr(true)},
-		}, func(t *testing.T, s *taskspec.Task) {
+		{"what the handler adds is not written: the executor secret, the security context, the ServiceAccount", base, ConvertOptions{User: "alice"}, func(t *testing.T, s *taskspec.Task) {
 			ps := s.Executors[0].Spec.Template.Spec
 			c := ps.Containers[0]
-			if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/secret" || !c.VolumeMounts[0].ReadOnly {
-				t.Errorf("mounts %+v", c.VolumeMounts)
+			if len(c.VolumeMounts) != 0 || len(ps.Volumes) != 0 || c.SecurityContext != nil || ps.SecurityContext != nil || ps.ServiceAccountName != "" {
+				t.Errorf("pod spec %+v", ps)
 			}
-			if len(ps.Volumes) != 1 || ps.Volumes[0].Secret == nil || ps.Volumes[0].Secret.SecretName != "creds" {
-				t.Errorf("volumes %+v", ps.Volumes)
-			}
-			if c.SecurityContext == nil || c.SecurityContext.RunAsNonRoot == nil || !*c.SecurityContext.RunAsNonRoot {
-				t.Errorf("security context %+v", c.SecurityContext)
+			cfg := steps.DefaultConfig()
+			cfg.ExecutorSecret = steps.ExecutorSecret{Name: "creds", MountPath: "/secret"}
+			if err := steps.Admit(s, "tesk", cfg); err != nil {
+				t.Errorf("the handler refuses the conversion: %v", err)
 			}
 		}},
 	}
@@ -186,6 +183,9 @@ func TestConvert(t *testing.T) {
 			spec, err := taskspec.Decode(raw)
 			if err != nil {
 				t.Fatalf("the steps cannot read the conversion: %v", err)
+			}
+			if err := steps.Admit(spec, "tesk", steps.DefaultConfig()); err != nil {
+				t.Fatalf("the handler refuses the conversion: %v", err)
 			}
 			c.check(t, spec)
 		})

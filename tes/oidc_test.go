@@ -13,6 +13,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/coreos/go-oidc/v3/oidc/oidctest"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
 // issuer is an OIDC issuer served by the test, with keys it generated.
@@ -98,11 +100,11 @@ func TestAccessControl(t *testing.T) {
 	}
 	id := body["id"].(string)
 	cm, _ := a.client.CoreV1().ConfigMaps("tes").Get(context.Background(), id, metaGet)
-	if cm.Annotations[AnnotationCreator] != "alice@example.org" || cm.Labels[LabelCreator] != LabelSafe("alice@example.org") {
+	if cm.Annotations[taskmeta.AnnotationCreator] != "alice@example.org" || cm.Labels[taskmeta.LabelCreator] != LabelSafe("alice@example.org") {
 		t.Errorf("owner: %v %v", cm.Labels, cm.Annotations)
 	}
-	if !strings.HasPrefix(cm.Labels[LabelCreator], "alice") {
-		t.Errorf("creator-user-id %q", cm.Labels[LabelCreator])
+	if !strings.HasPrefix(cm.Labels[taskmeta.LabelCreator], "alice") {
+		t.Errorf("creator-user-id %q", cm.Labels[taskmeta.LabelCreator])
 	}
 
 	if code, _ := a.as(alice, http.MethodGet, "/tasks/"+id, ""); code != http.StatusOK {

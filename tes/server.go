@@ -178,7 +178,7 @@ func callerOf(c echo.Context) Caller {
 
 // mayAccess reports whether the caller may see a task.
 func (c Caller) mayAccess(meta metav1.ObjectMeta) bool {
-	return c.All || (c.Subject != "" && meta.Annotations[AnnotationCreator] == c.Subject)
+	return c.All || (c.Subject != "" && meta.Annotations[taskmeta.AnnotationCreator] == c.Subject)
 }
 
 func (s *Server) serviceInfo(c echo.Context) error {
@@ -583,7 +583,7 @@ func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) 
 		if !IsAnchor(m) {
 			continue
 		}
-		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[AnnotationTaskName], q.NamePrefix) {
+		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[taskmeta.AnnotationTaskName], q.NamePrefix) {
 			continue
 		}
 		if q.State != "" && MetaState(m) != q.State {
@@ -630,7 +630,7 @@ func (s *Server) list(c echo.Context) error {
 	caller := callerOf(c)
 	sel := taskmeta.LabelTask
 	if !caller.All {
-		sel += "," + LabelCreator + "=" + caller.Label
+		sel += "," + taskmeta.LabelCreator + "=" + caller.Label
 	}
 	var anchors []metav1.ObjectMeta
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: listChunk}

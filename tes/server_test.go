@@ -133,7 +133,7 @@ func TestCreateWritesTheAnchorAndPostsTheSubmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cm.Labels[taskmeta.LabelTask] != id || cm.Annotations[steps.AnnotationSubmittedBy] != steps.SubmittedByTESAPI ||
-		cm.Annotations[AnnotationTaskName] != "hello" || cm.Annotations[AnnotationTags] != `{"project":"p1"}` {
+		cm.Annotations[taskmeta.AnnotationTaskName] != "hello" || cm.Annotations[AnnotationTags] != `{"project":"p1"}` {
 		t.Errorf("anchor metadata %v %v", cm.Labels, cm.Annotations)
 	}
 	spec, err := taskspec.DecodeGzip(cm.BinaryData[taskspec.ConfigMapKey])
@@ -303,10 +303,10 @@ func TestPageNewestFirstWithoutDuplicatesOrGaps(t *testing.T) {
 
 func TestListFilters(t *testing.T) {
 	all := []metav1.ObjectMeta{
-		meta("task-00000001", 1, map[string]string{AnnotationTaskName: "align-1", AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
-		meta("task-00000002", 2, map[string]string{AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: steps.StateComplete}),
-		meta("task-00000003", 3, map[string]string{AnnotationTaskName: "call-1", AnnotationTags: `{"foo":""}`}),
-		meta("task-00000004", 4, map[string]string{AnnotationTaskName: "call-2"}),
+		meta("task-00000001", 1, map[string]string{taskmeta.AnnotationTaskName: "align-1", AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
+		meta("task-00000002", 2, map[string]string{taskmeta.AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: steps.StateComplete}),
+		meta("task-00000003", 3, map[string]string{taskmeta.AnnotationTaskName: "call-1", AnnotationTags: `{"foo":""}`}),
+		meta("task-00000004", 4, map[string]string{taskmeta.AnnotationTaskName: "call-2"}),
 		{Name: "other", Labels: map[string]string{"app": "x"}},
 	}
 	cases := []struct {

@@ -19,11 +19,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"knative.dev/pkg/signals"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
@@ -137,21 +135,6 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 			return cfg, fmt.Errorf("TES_LOG_TAIL_BYTES=%q is not a number of bytes from 1 to 1048576", s)
 		}
 		cfg.LogTailBytes = n
-	}
-	cfg.Convert.Secret = tes.ExecutorSecret{Name: def("EXECUTOR_SECRET_NAME", ""), MountPath: def("EXECUTOR_SECRET_MOUNT_PATH", "")}
-	if cfg.Convert.Secret.Name != "" && !strings.HasPrefix(cfg.Convert.Secret.MountPath, "/") {
-		return cfg, fmt.Errorf("EXECUTOR_SECRET_NAME is set: EXECUTOR_SECRET_MOUNT_PATH=%q must be an absolute path", cfg.Convert.Secret.MountPath)
-	}
-	if s := def("EXECUTOR_SECURITY_CONTEXT", ""); s != "" {
-		var sc corev1.SecurityContext
-		strict, err := sigsjson.UnmarshalStrict([]byte(s), &sc, sigsjson.DisallowUnknownFields)
-		if err == nil && len(strict) > 0 {
-			err = strict[0]
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("EXECUTOR_SECURITY_CONTEXT is not a container SecurityContext: %v", err)
-		}
-		cfg.Convert.SecurityContext = &sc
 	}
 	return cfg, nil
 }

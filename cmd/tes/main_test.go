@@ -20,11 +20,6 @@ func TestAPIConfig(t *testing.T) {
 		{"storage and tail", map[string]string{"TES_STORAGE": " s3://a, file:///b ,", "TES_LOG_TAIL_BYTES": "1024"}, ""},
 		{"tail not a number", map[string]string{"TES_LOG_TAIL_BYTES": "64k"}, "TES_LOG_TAIL_BYTES"},
 		{"tail too large", map[string]string{"TES_LOG_TAIL_BYTES": "2000000"}, "TES_LOG_TAIL_BYTES"},
-		{"secret without a mount path", map[string]string{"EXECUTOR_SECRET_NAME": "s"}, "EXECUTOR_SECRET_MOUNT_PATH"},
-		{"secret with a relative mount path", map[string]string{"EXECUTOR_SECRET_NAME": "s", "EXECUTOR_SECRET_MOUNT_PATH": "sec"}, "EXECUTOR_SECRET_MOUNT_PATH"},
-		{"security context", map[string]string{"EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot":true,"runAsUser":1000}`}, ""},
-		{"security context with a typo", map[string]string{"EXECUTOR_SECURITY_CONTEXT": `{"runAsNonroot":true}`}, "EXECUTOR_SECURITY_CONTEXT"},
-		{"security context not JSON", map[string]string{"EXECUTOR_SECURITY_CONTEXT": `root`}, "EXECUTOR_SECURITY_CONTEXT"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -37,9 +32,6 @@ func TestAPIConfig(t *testing.T) {
 			}
 			if c.name == "storage and tail" && (len(cfg.Info.Storage) != 2 || cfg.Info.Storage[1] != "file:///b" || cfg.LogTailBytes != 1024) {
 				t.Errorf("storage %q tail %d", cfg.Info.Storage, cfg.LogTailBytes)
-			}
-			if c.name == "security context" && (cfg.Convert.SecurityContext == nil || *cfg.Convert.SecurityContext.RunAsUser != 1000) {
-				t.Errorf("security context %+v", cfg.Convert.SecurityContext)
 			}
 		})
 	}

@@ -89,7 +89,9 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	}
 	s := &Stack{URL: fmt.Sprintf("http://127.0.0.1:%d", o.Port)}
 	h := exec.Command(o.Handler, "--kubeconfig", kubeconfig, "--namespace", o.Namespace, "--port", fmt.Sprint(o.Port))
-	h.Env = append(append(os.Environ(), "FILER_NAME="+FilerName, "FILER_VERSION="+FilerVersion), o.Env...)
+	// A local stack takes the task JSON in the events (the README's curl
+	// examples, the demo); a deployment does not (behaviour §5.2).
+	h.Env = append(append(os.Environ(), "FILER_NAME="+FilerName, "FILER_VERSION="+FilerVersion, "ALLOW_INLINE_INPUT=true"), o.Env...)
 	h.Stdout, h.Stderr = out, errw
 	h.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := h.Start(); err != nil {

@@ -593,8 +593,8 @@ func TestTESAccessControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Labels[tes.LabelCreator] != tes.LabelSafe("alice@example.org") {
-		t.Errorf("creator-user-id %q", j.Labels[tes.LabelCreator])
+	if j.Labels[taskmeta.LabelCreator] != tes.LabelSafe("alice@example.org") {
+		t.Errorf("creator-user-id %q", j.Labels[taskmeta.LabelCreator])
 	}
 }
 
