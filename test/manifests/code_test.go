@@ -98,10 +98,18 @@ func TestRolesHoldExactlyWhatIsUsed(t *testing.T) {
 	if got := roleRules(t, find(t, objs, "Role", "tesk-apiserversource")); !reflect.DeepEqual(got, sourceRules) {
 		t.Errorf("Role tesk-apiserversource grants\n  %v\nwant exactly\n  %v", got, sourceRules)
 	}
-	// Each Role is bound to the ServiceAccount of the same name, which the
-	// handler's Service and the ApiServerSource run as.
+	ns, err := layoutOf(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each Role is in the tasks' namespace, bound to the ServiceAccount of
+	// the same name in the platform's, which the handler's Service and the
+	// ApiServerSource run as.
 	for _, name := range []string{"tesk-handler", "tesk-apiserversource"} {
-		find(t, objs, "ServiceAccount", name)
+		sa := find(t, objs, "ServiceAccount", name)
+		if role := find(t, objs, "Role", name); role.GetNamespace() != ns.tasks || sa.GetNamespace() != ns.platform {
+			t.Errorf("Role %s in %q and its ServiceAccount in %q, want %q and %q", name, role.GetNamespace(), sa.GetNamespace(), ns.tasks, ns.platform)
+		}
 		rb := find(t, objs, "RoleBinding", name)
 		kind, _, _ := unstructured.NestedString(rb.Object, "roleRef", "kind")
 		ref, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
@@ -111,17 +119,23 @@ func TestRolesHoldExactlyWhatIsUsed(t *testing.T) {
 			continue
 		}
 		s := subjects[0].(map[string]any)
-		if s["kind"] != "ServiceAccount" || s["name"] != name || s["namespace"] != rb.GetNamespace() {
-			t.Errorf("RoleBinding %s: subject %v, want the ServiceAccount %s of namespace %s", name, s, name, rb.GetNamespace())
+		if s["kind"] != "ServiceAccount" || s["name"] != name || s["namespace"] != sa.GetNamespace() || rb.GetNamespace() != ns.tasks {
+			t.Errorf("RoleBinding %s in %q: subject %v, want in %q the ServiceAccount %s of namespace %s", name, rb.GetNamespace(), s, ns.tasks, name, sa.GetNamespace())
 		}
 	}
 	sa, _, _ := unstructured.NestedString(find(t, objs, "Service", "tesk-handler").Object, "spec", "template", "spec", "serviceAccountName")
 	if sa != "tesk-handler" {
 		t.Errorf("the handler's Service runs as %q, want tesk-handler", sa)
 	}
-	sa, _, _ = unstructured.NestedString(find(t, objs, "ApiServerSource", "tesk-events").Object, "spec", "serviceAccountName")
+	src := find(t, objs, "ApiServerSource", "tesk-events")
+	sa, _, _ = unstructured.NestedString(src.Object, "spec", "serviceAccountName")
 	if sa != "tesk-apiserversource" {
 		t.Errorf("the ApiServerSource runs as %q, want tesk-apiserversource", sa)
+	}
+	// It watches the tasks' namespace, and only that one.
+	sel, _, _ := unstructured.NestedStringMap(src.Object, "spec", "namespaceSelector", "matchLabels")
+	if !reflect.DeepEqual(sel, map[string]string{"kubernetes.io/metadata.name": ns.tasks}) {
+		t.Errorf("the ApiServerSource watches the namespaces %v, want only %s", sel, ns.tasks)
 	}
 }
 
@@ -336,8 +350,16 @@ func TestConfigMapHoldsEveryVariableWithItsDefault(t *testing.T) {
 	if len(issues) > 0 {
 		t.Errorf("the ConfigMap's values are not valid: %v", issues)
 	}
-	if want := steps.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+	// One value is the deployment's own: the executors' ServiceAccount that
+	// tasks.yaml creates.
+	want := steps.DefaultConfig()
+	want.ExecutorServiceAccount = "tesk-executor"
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("the ConfigMap's values are not the defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	executor := find(t, objs, "ServiceAccount", "tesk-executor")
+	if auto, ok, _ := unstructured.NestedBool(executor.Object, "automountServiceAccountToken"); !ok || auto {
+		t.Error("the ServiceAccount tesk-executor mounts its token by default")
 	}
 	if d, err := steps.ParsePodTimeout(data["POD_TIMEOUT"]); err != nil || d != steps.DefaultPodTimeout {
 		t.Errorf("POD_TIMEOUT %q: %v, %v; want the default %v", data["POD_TIMEOUT"], d, err, steps.DefaultPodTimeout)
@@ -350,23 +372,12 @@ func TestConfigMapHoldsEveryVariableWithItsDefault(t *testing.T) {
 			t.Errorf("%s=%q, want false", name, data[name])
 		}
 	}
-	k, err := readKustomization()
+	ns, err := layoutOf(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if data["NAMESPACE"] != k.Namespace || cm.GetNamespace() != k.Namespace {
-		t.Errorf("NAMESPACE=%q in a ConfigMap of namespace %q, want both the kustomization's %q", data["NAMESPACE"], cm.GetNamespace(), k.Namespace)
-	}
-	// kustomize keeps NAMESPACE equal to the namespace deployed into.
-	found := false
-	for _, r := range k.Replacements {
-		src, _ := r["source"].(map[string]any)
-		if src["name"] == "tesk-handler-config" && src["fieldPath"] == "metadata.namespace" && strings.Contains(toYAML(t, r["targets"]), "data.NAMESPACE") {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("kustomization.yaml has no replacement of data.NAMESPACE by the ConfigMap's namespace")
+	if data["NAMESPACE"] != ns.tasks || executor.GetNamespace() != ns.tasks {
+		t.Errorf("NAMESPACE=%q, the executors' ServiceAccount in %q: want both the tasks' namespace %q", data["NAMESPACE"], executor.GetNamespace(), ns.tasks)
 	}
 }
 

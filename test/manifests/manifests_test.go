@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func TestMain(m *testing.M) {
 }
 
 // liveCluster returns the local cluster with the Knative CRDs, the webhook
-// rules and the kustomization's namespace in place.
+// rules and config/knative's namespaces in place.
 func liveCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
 	clusterOnce.Do(func() {
@@ -99,12 +100,18 @@ func startCluster(ctx context.Context) (*cluster.Cluster, error) {
 	if err := c.InstallKnativeCRDs(ctx); err != nil {
 		return fail(err)
 	}
-	k, err := readKustomization()
+	objs, err := readObjects()
 	if err != nil {
 		return fail(err)
 	}
-	if err := ensureNamespace(ctx, c, k.Namespace); err != nil {
+	ns, err := layoutOf(objs)
+	if err != nil {
 		return fail(err)
+	}
+	for _, n := range ns.all {
+		if err := ensureNamespace(ctx, c, n); err != nil {
+			return fail(err)
+		}
 	}
 	rules, err := os.ReadFile(rulesFile)
 	if err != nil {
@@ -113,7 +120,7 @@ func startCluster(ctx context.Context) (*cluster.Cluster, error) {
 	if err := c.Apply(ctx, rules); err != nil {
 		return fail(fmt.Errorf("webhook rules: %w", err))
 	}
-	if err := waitRulesEnforced(ctx, c, k.Namespace); err != nil {
+	if err := waitRulesEnforced(ctx, c, ns.platform); err != nil {
 		return fail(err)
 	}
 	fmt.Printf("cluster with Knative CRDs and webhook rules ready in %.1fs\n", time.Since(begin).Seconds())
@@ -157,9 +164,8 @@ func waitRulesEnforced(ctx context.Context, c *cluster.Cluster, ns string) error
 
 // kustomization is the part of kustomization.yaml the tests read.
 type kustomization struct {
-	Namespace    string           `json:"namespace"`
-	Resources    []string         `json:"resources"`
-	Replacements []map[string]any `json:"replacements"`
+	Namespace string   `json:"namespace"`
+	Resources []string `json:"resources"`
 }
 
 func readKustomization() (kustomization, error) {
@@ -171,10 +177,54 @@ func readKustomization() (kustomization, error) {
 	if err := yaml.Unmarshal(b, &k); err != nil {
 		return k, fmt.Errorf("kustomization.yaml: %w", err)
 	}
-	if k.Namespace == "" {
-		return k, errors.New("kustomization.yaml sets no namespace")
+	if k.Namespace != "" {
+		// kustomize would move the tasks' objects into the platform's
+		// namespace, or the other way round.
+		return k, fmt.Errorf("kustomization.yaml sets namespace %q: every object names its own", k.Namespace)
 	}
 	return k, nil
+}
+
+// namespaces are config/knative's: the platform's (the handler's Service),
+// the tasks' (the handler's NAMESPACE), and all that it creates.
+type namespaces struct {
+	platform, tasks string
+	all             []string
+}
+
+func (n namespaces) has(ns string) bool { return slices.Contains(n.all, ns) }
+
+// manifestObject is an object of config/knative, as read from its files or
+// as kustomize rendered it.
+type manifestObject interface {
+	GetKind() string
+	GetName() string
+	GetNamespace() string
+	UnstructuredContent() map[string]any
+}
+
+// layoutOf finds the namespaces of config/knative's objects.
+func layoutOf[O manifestObject](objs []O) (namespaces, error) {
+	var n namespaces
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Namespace":
+			n.all = append(n.all, o.GetName())
+		case o.GetKind() == "Service" && o.GetName() == "tesk-handler":
+			n.platform = o.GetNamespace()
+		case o.GetKind() == "ConfigMap" && o.GetName() == "tesk-handler-config":
+			n.tasks, _, _ = unstructured.NestedString(o.UnstructuredContent(), "data", "NAMESPACE")
+		}
+	}
+	switch {
+	case n.platform == "" || !n.has(n.platform):
+		return n, fmt.Errorf("the handler's namespace %q is not one of the Namespaces %v", n.platform, n.all)
+	case n.tasks == "" || !n.has(n.tasks):
+		return n, fmt.Errorf("the tasks' namespace (NAMESPACE=%q of tesk-handler-config) is not one of the Namespaces %v", n.tasks, n.all)
+	case n.tasks == n.platform:
+		return n, fmt.Errorf("the tasks run in the platform's namespace %q", n.tasks)
+	}
+	return n, nil
 }
 
 // object is one document of a manifest file.
@@ -215,28 +265,37 @@ func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
 // loadObjects decodes every document of the kustomization's resources.
 func loadObjects(t *testing.T) []object {
 	t.Helper()
-	k, err := readKustomization()
+	objs, err := readObjects()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return objs
+}
+
+// readObjects reads every object of the kustomization's resources.
+func readObjects() ([]object, error) {
+	k, err := readKustomization()
+	if err != nil {
+		return nil, err
 	}
 	var objs []object
 	for _, f := range k.Resources {
 		b, err := os.ReadFile(filepath.Join(configDir, f))
 		if err != nil {
-			t.Fatalf("resource %s of kustomization.yaml: %v", f, err)
+			return nil, fmt.Errorf("resource %s of kustomization.yaml: %v", f, err)
 		}
 		docs, err := decodeAll(b)
 		if err != nil {
-			t.Fatalf("%s: %v", f, err)
+			return nil, fmt.Errorf("%s: %v", f, err)
 		}
 		if len(docs) == 0 {
-			t.Fatalf("%s holds no object", f)
+			return nil, fmt.Errorf("%s holds no object", f)
 		}
 		for _, d := range docs {
 			objs = append(objs, object{file: f, Unstructured: d})
 		}
 	}
-	return objs
+	return objs, nil
 }
 
 // find returns a copy of the one object of the given kind and name.
@@ -367,7 +426,7 @@ func TestKustomizationListsEveryYAMLFile(t *testing.T) {
 func TestEveryObjectIsAccepted(t *testing.T) {
 	objs := loadObjects(t)
 	c := liveCluster(t)
-	k, err := readKustomization()
+	ns, err := layoutOf(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,8 +435,8 @@ func TestEveryObjectIsAccepted(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()] = true
 		t.Run(o.file+"/"+o.GetKind()+"/"+o.GetName(), func(t *testing.T) {
-			if o.GetKind() != "Namespace" && o.GetNamespace() != k.Namespace {
-				t.Errorf("%s: namespace %q, want the kustomization's %q (so that kubectl apply -f works too)", o, o.GetNamespace(), k.Namespace)
+			if o.GetKind() != "Namespace" && !ns.has(o.GetNamespace()) {
+				t.Errorf("%s: namespace %q, want one of config/knative's %v (so that kubectl apply -f works too)", o, o.GetNamespace(), ns.all)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -390,7 +449,7 @@ func TestEveryObjectIsAccepted(t *testing.T) {
 			}
 		})
 	}
-	for _, want := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Broker", "Trigger", "ApiServerSource", "PingSource"} {
+	for _, want := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "Broker", "Trigger", "ApiServerSource", "PingSource", "NetworkPolicy"} {
 		if !kinds[want] {
 			t.Errorf("config/knative has no %s", want)
 		}
