@@ -21,11 +21,12 @@ import (
 // that hold no more than the conversions of a TES executor produce
 // (behaviour §8.8): one container with its image, command, arguments,
 // environment values, working directory, resources and pull policy, the
-// executor secret, a security context that grants nothing, and TESK's labels
-// and annotations. Everything else (a privileged container, a host path, the
-// host's namespaces, a ServiceAccount, added capabilities, init containers,
-// a second container, references to other objects) refuses the task before
-// anything is created.
+// executor secret, a security context that grants nothing, TESK's labels
+// and annotations, and the pod annotations the operator allows. Everything
+// else (a privileged container, a host path, the host's namespaces, a
+// ServiceAccount, added capabilities, init containers, a second container,
+// references to other objects) refuses the task before anything is
+// created.
 
 // Labels and annotations that an executor's job spec may carry.
 var (
@@ -73,6 +74,11 @@ func refusalHint(field string, cfg Config) string {
 		return "allowed labels: " + strings.Join(admittedJobLabels, ", ")
 	case strings.HasPrefix(field, "metadata.annotations"):
 		return "allowed annotations: " + strings.Join(admittedJobAnnotations, ", ")
+	case strings.HasPrefix(field, "spec.template.metadata.annotations"):
+		if len(cfg.ExecutorPodAnnotations) == 0 {
+			return "the pod's annotations are the operator's to allow (EXECUTOR_POD_ANNOTATIONS is unset)"
+		}
+		return "allowed pod annotations (EXECUTOR_POD_ANNOTATIONS): " + strings.Join(cfg.ExecutorPodAnnotations, ", ")
 	case field == "metadata.namespace":
 		return "an executor runs in its task's namespace"
 	case strings.Contains(field, ".volumes[") || strings.Contains(field, ".volumeMounts["):
@@ -118,6 +124,14 @@ func admittedJob(j *batchv1.Job, ns string, cfg Config) *batchv1.Job {
 		a.Spec.Parallelism = j.Spec.Parallelism
 	}
 	a.Spec.Template.Labels = keep(j.Spec.Template.Labels, admittedPodLabels)
+	if j.Spec.Template.Annotations != nil {
+		a.Spec.Template.Annotations = map[string]string{}
+		for k, v := range j.Spec.Template.Annotations {
+			if podAnnotationAllowed(k, cfg) {
+				a.Spec.Template.Annotations[k] = v
+			}
+		}
+	}
 	a.Spec.Template.Spec = admittedPod(&j.Spec.Template.Spec, cfg)
 	return a
 }
@@ -168,6 +182,17 @@ func admittedContainer(c *corev1.Container, cfg Config) corev1.Container {
 		}
 	}
 	return a
+}
+
+// podAnnotationAllowed reports whether EXECUTOR_POD_ANNOTATIONS names an
+// annotation key, or a prefix of it that ends in "/".
+func podAnnotationAllowed(key string, cfg Config) bool {
+	for _, a := range cfg.ExecutorPodAnnotations {
+		if key == a || strings.HasSuffix(a, "/") && strings.HasPrefix(key, a) {
+			return true
+		}
+	}
+	return false
 }
 
 func isExecutorSecret(volume string, cfg Config) bool {

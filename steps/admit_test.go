@@ -195,7 +195,9 @@ var forbidden = []struct {
 	{"owner references", "metadata.ownerReferences", func(j *batchv1.Job) {
 		j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "tesk-handler-config", UID: "x"}}
 	}},
-	{"a pod selector", "spec.selector", func(j *batchv1.Job) { j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}} }},
+	{"a pod selector", "spec.selector", func(j *batchv1.Job) {
+		j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	}},
 	{"a manual selector", "spec.manualSelector", func(j *batchv1.Job) { j.Spec.ManualSelector = ptr(true) }},
 	{"another manager", "spec.managedBy", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr("example.org/other") }},
 	{"a TTL after finishing", "spec.ttlSecondsAfterFinished", func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr(int32(0)) }},
@@ -268,6 +270,27 @@ func TestAdmitAcceptsWhatTheConvertersWrite(t *testing.T) {
 			}
 		})
 	}
+	t.Run("EXECUTOR_POD_ANNOTATIONS: the keys and prefixes named, no other", func(t *testing.T) {
+		cfg, issues := LoadEnv(DefaultConfig(), func(k string) string {
+			return map[string]string{"EXECUTOR_POD_ANNOTATIONS": " cluster-autoscaler.kubernetes.io/safe-to-evict, fate.tesk.test/ ,"}[k]
+		})
+		if len(issues) > 0 {
+			t.Fatal(issues)
+		}
+		j := executorSpec(0, "alpine")
+		j.Spec.Template.Annotations = map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "fate.tesk.test/delay": "1s", "fate.tesk.test/result": "fail"}
+		if err := Admit(&taskspec.Task{Executors: []batchv1.Job{j}}, testNS, cfg); err != nil {
+			t.Errorf("allowed annotations refused: %v", err)
+		}
+		j.Spec.Template.Annotations["container.apparmor.security.beta.kubernetes.io/x"] = "unconfined"
+		err := Admit(&taskspec.Task{Executors: []batchv1.Job{j}}, testNS, cfg)
+		if err == nil || !strings.Contains(err.Error(), "spec.template.metadata.annotations.container.apparmor") || !strings.Contains(err.Error(), "EXECUTOR_POD_ANNOTATIONS") {
+			t.Errorf("another annotation: %v, want a refusal naming it and EXECUTOR_POD_ANNOTATIONS", err)
+		}
+		if _, issues := LoadEnv(DefaultConfig(), func(k string) string { return map[string]string{"EXECUTOR_POD_ANNOTATIONS": "bad key!,ok/"}[k] }); len(issues) != 1 || issues[0].Name != "EXECUTOR_POD_ANNOTATIONS" {
+			t.Errorf("issues %v, want one for the bad key", issues)
+		}
+	})
 	t.Run("the executor secret without EXECUTOR_SECRET_NAME", func(t *testing.T) {
 		err := Admit(&taskspec.Task{Executors: []batchv1.Job{teskAPIExecutor()}}, testNS, DefaultConfig())
 		if err == nil || !strings.Contains(err.Error(), "EXECUTOR_SECRET_NAME is unset") {

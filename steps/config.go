@@ -82,6 +82,11 @@ type Config struct {
 	// executor or filer pod gets a token of its ServiceAccount.
 	ExecutorServiceAccount string
 
+	// ExecutorPodAnnotations are the annotation keys, or prefixes ending in
+	// "/", that an executor's pod template may carry besides what the
+	// allow-list admits (EXECUTOR_POD_ANNOTATIONS; behaviour §8.8).
+	ExecutorPodAnnotations []string
+
 	// AllowInlineInput takes the task JSON from a task.submitted event's
 	// data.input (ALLOW_INLINE_INPUT): meant for local use. Off, such an
 	// event is refused and only tasks whose anchor the TES API (or the TESK
@@ -285,6 +290,24 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			bad("error", "EXECUTOR_SECRET_MOUNT_PATH", "%q is not a clean absolute path below /; no executor secret is mounted", mount)
 		default:
 			cfg.ExecutorSecret = ExecutorSecret{Name: name, MountPath: mount}
+		}
+	}
+	if v := get("EXECUTOR_POD_ANNOTATIONS"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			k = strings.TrimSpace(k)
+			if k == "" {
+				continue
+			}
+			// A prefix is a key's prefix and domain: "example.org/".
+			name := k
+			if strings.HasSuffix(k, "/") {
+				name = k + "x"
+			}
+			if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+				bad("error", "EXECUTOR_POD_ANNOTATIONS", "%q is not an annotation key or a prefix ending in /; ignored", k)
+				continue
+			}
+			cfg.ExecutorPodAnnotations = append(cfg.ExecutorPodAnnotations, k)
 		}
 	}
 	if v := get("ALLOW_INLINE_INPUT"); v != "" {

@@ -90,8 +90,10 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	s := &Stack{URL: fmt.Sprintf("http://127.0.0.1:%d", o.Port)}
 	h := exec.Command(o.Handler, "--kubeconfig", kubeconfig, "--namespace", o.Namespace, "--port", fmt.Sprint(o.Port))
 	// A local stack takes the task JSON in the events (the README's curl
-	// examples, the demo); a deployment does not (behaviour §5.2).
-	h.Env = append(append(os.Environ(), "FILER_NAME="+FilerName, "FILER_VERSION="+FilerVersion, "ALLOW_INLINE_INPUT=true"), o.Env...)
+	// examples, the demo), a deployment does not (behaviour §5.2); and its
+	// executors may choose their fates on kwok nodes (test/cluster/stages).
+	h.Env = append(append(os.Environ(), "FILER_NAME="+FilerName, "FILER_VERSION="+FilerVersion,
+		"ALLOW_INLINE_INPUT=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), o.Env...)
 	h.Stdout, h.Stderr = out, errw
 	h.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := h.Start(); err != nil {

@@ -41,7 +41,12 @@ var shared *cluster.Cluster
 
 func TestMain(m *testing.M) {
 	begin := time.Now()
-	c, err := cluster.Start(context.Background(), cluster.Options{})
+	// Mutating admission policies stand for the webhooks of a real cluster
+	// that add init containers to pods (sidecar injectors): the tasks' own
+	// specs may hold none (behaviour §8.8).
+	c, err := cluster.Start(context.Background(), cluster.Options{APIServerFlags: []string{
+		"--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
+	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start cluster:", err)
 		os.Exit(1)
@@ -135,6 +140,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	cfg.FilerName, cfg.FilerVersion = "tesk-filer", "test"
 	cfg.PodTimeout = 3 * time.Second
 	cfg.AllowInlineInput = true // the tests submit the task JSON in the events
+	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
 	if o.config != nil {
 		o.config(&cfg)
 	}

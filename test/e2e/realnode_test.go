@@ -327,8 +327,8 @@ func TestRealNodeExitCodes(t *testing.T) {
 }
 
 // Pods that cannot start on a real kubelet: an image the registry does not
-// have (ErrImagePull, then ImagePullBackOff) and a container whose
-// environment refers to a missing ConfigMap (CreateContainerConfigError)
+// have (ErrImagePull, then ImagePullBackOff) and a root image whose task asks
+// to run as non-root (CreateContainerConfigError)
 // fail their job after the pod timeout, and the task ends EXECUTOR_ERROR
 // naming the job (behaviour §6).
 func TestRealNodePodsThatCannotStart(t *testing.T) {
@@ -339,10 +339,10 @@ func TestRealNodePodsThatCannotStart(t *testing.T) {
 		reasons []string
 	}{
 		{"pull", func(c map[string]any) { c["image"] = "example.invalid/tesk/absent:1.0" }, []string{"ErrImagePull", "ImagePullBackOff"}},
+		// A root image asked to run as non-root: the kubelet refuses
+		// to create the container.
 		{"config", func(c map[string]any) {
-			c["env"] = []any{map[string]any{"name": "SETTING", "valueFrom": map[string]any{
-				"configMapKeyRef": map[string]any{"name": "no-such-configmap", "key": "setting"},
-			}}}
+			c["securityContext"] = map[string]any{"runAsNonRoot": true}
 		}, []string{"CreateContainerConfigError"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -476,4 +476,58 @@ func TestRealNodeUnreachableInput(t *testing.T) {
 	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
 		t.Errorf("the executor was created: %v", err)
 	}
+}
+
+// An executor runs hardened by default (behaviour §3.13): as the user its
+// image asks for (root, for busybox), without capabilities, without
+// privilege escalation, under the runtime's seccomp profile and without a
+// ServiceAccount token, and it still writes the task's volume. A task may
+// choose another user; EXECUTOR_SECURITY_CONTEXT with runAsNonRoot refuses
+// root images.
+func TestRealNodeHardenedExecutor(t *testing.T) {
+	probe := `id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t' ' '; ` +
+		`ls /var/run/secrets/kubernetes.io/serviceaccount 2>/dev/null || echo no-token; ` +
+		`echo data > /scratch/written && cat /scratch/written`
+	withVolume := func(spec map[string]any) map[string]any {
+		spec = noIO(spec)
+		spec["volumes"] = []any{"/scratch"}
+		return spec
+	}
+	e := newRealEnv(t, 30*time.Second, nil)
+	t.Run("the defaults: the image's root, no capabilities, no token", func(t *testing.T) {
+		task := "task-realhardened"
+		e.submit(task, withVolume(taskJSON(realExecutor(task, 0, "busybox", probe))))
+		e.waitState(task, steps.StateComplete, 3*time.Minute)
+		want := "0\nCapEff: 0000000000000000\nNoNewPrivs: 1\nSeccomp: 2\nno-token\ndata\n"
+		if log := e.jobLog(task + "-ex-00"); log != want {
+			t.Errorf("log %q, want %q", log, want)
+		}
+		pods := e.podsOf(task + "-ex-00")
+		if ps := pods[0].Spec; ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+			t.Errorf("pod automountServiceAccountToken %v", ps.AutomountServiceAccountToken)
+		}
+	})
+	t.Run("the task's own user", func(t *testing.T) {
+		task := "task-realuser"
+		ex := realExecutor(task, 0, "busybox", "id -u; grep '^CapEff:' /proc/self/status | tr -s '\t' ' '")
+		containerOf(ex)["securityContext"] = map[string]any{"runAsUser": 1000}
+		e.submit(task, noIO(taskJSON(ex)))
+		e.waitState(task, steps.StateComplete, 3*time.Minute)
+		if log := e.jobLog(task + "-ex-00"); log != "1000\nCapEff: 0000000000000000\n" {
+			t.Errorf("log %q", log)
+		}
+	})
+	t.Run("EXECUTOR_SECURITY_CONTEXT runAsNonRoot refuses root images", func(t *testing.T) {
+		nonRoot := newRealEnv(t, 5*time.Second, func(c *steps.Config) {
+			c.ExecutorSecurityContext = steps.DefaultExecutorSecurityContext()
+			yes := true
+			c.ExecutorSecurityContext.RunAsNonRoot = &yes
+		})
+		task := "task-realnonroot"
+		nonRoot.submit(task, noIO(taskJSON(realExecutor(task, 0, "busybox", "echo never"))))
+		v := nonRoot.sweepUntil(task, steps.StateExecutorError, 3*time.Minute)
+		if msg := strings.Join(v.Logs[0].SystemLogs, " "); !strings.Contains(msg, "CreateContainerConfigError") {
+			t.Errorf("system_logs %q, want CreateContainerConfigError", msg)
+		}
+	})
 }

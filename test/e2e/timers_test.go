@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,7 +64,9 @@ func (e *env) checkFailedByService(name string) {
 }
 
 // Pods whose containers cannot start fail their executor's job after the pod
-// timeout (EXECUTOR_ERROR), for a container and an init container.
+// timeout (EXECUTOR_ERROR), for a container and for an init container that
+// the cluster adds to the pod (as a sidecar injector's webhook does; a
+// task's own spec may hold none).
 func TestPodsThatCannotStartFailExecutor(t *testing.T) {
 	for _, fate := range []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "init-ErrImagePull", "init-CreateContainerConfigError"} {
 		t.Run(fate, func(t *testing.T) {
@@ -71,8 +74,7 @@ func TestPodsThatCannotStartFailExecutor(t *testing.T) {
 			task := "task-" + strings.ToLower(strings.ReplaceAll(fate, "-", ""))
 			ex := executor(task, 0, map[string]string{fateResult: fate}, nil)
 			if strings.HasPrefix(fate, "init-") {
-				spec := ex["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-				spec["initContainers"] = []any{map[string]any{"name": "init", "image": "busybox:1.36", "command": []any{"true"}}}
+				e.injectInitContainer(task + "-ex-00")
 			}
 			e.submit(task, noIO(taskJSON(ex, executor(task, 1, nil, nil))))
 			// Before the pod timeout (3 s) nothing happens.
@@ -91,6 +93,66 @@ func TestPodsThatCannotStartFailExecutor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// injectInitContainer makes the API server add an init container to the
+// pods of a job, as a sidecar injector's mutating webhook would, through a
+// MutatingAdmissionPolicy bound to the test's namespace.
+func (e *env) injectInitContainer(job string) {
+	e.t.Helper()
+	name := "inject-" + job
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+  matchConditions:
+  - name: the-job
+    expression: "has(object.metadata.labels) && 'job-name' in object.metadata.labels && object.metadata.labels['job-name'] == '%[2]s'"
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >-
+        Object{spec: Object.spec{initContainers: [Object.spec.initContainers{name: "injected", image: "busybox:1.36"}]}}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: %[3]s
+`, name, job, e.ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.c.Apply(ctx, []byte(policy)); err != nil {
+		e.t.Fatalf("mutating admission policy: %v", err)
+	}
+	e.t.Cleanup(func() {
+		_ = e.c.Client.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = e.c.Client.AdmissionregistrationV1beta1().MutatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	// The policy takes a moment to reach the admission chain: a probe pod
+	// of the job's name, created with a dry run, shows when it applies.
+	e.waitFor("the admission policy to add the init container", 30*time.Second, func() bool {
+		probe := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: e.ns, Labels: map[string]string{"job-name": job}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}},
+		}
+		p, err := e.c.Client.CoreV1().Pods(e.ns).Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && len(p.Spec.InitContainers) == 1
+	})
 }
 
 // With TESK_MAX_QUEUE_SECONDS, an executor whose pod is never scheduled is
