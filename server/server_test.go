@@ -19,7 +19,7 @@ import (
 func newTestServer() *Server {
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = "tesk"
-	cfg.AllowInlineInput = true // the tests send the task JSON in the events
+	cfg.TrustEvents = true // the tests send the task JSON in the events
 	log := zap.NewNop().Sugar()
 	return &Server{
 		Runner:    &steps.Runner{Client: fake.NewSimpleClientset(), Config: cfg, Log: log},

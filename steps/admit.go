@@ -123,6 +123,7 @@ func admittedJob(j *batchv1.Job, ns string, cfg Config) *batchv1.Job {
 	if one(j.Spec.Parallelism) {
 		a.Spec.Parallelism = j.Spec.Parallelism
 	}
+	a.Spec.Template.Name = j.Spec.Template.Name // the TESK API names it; nothing reads it
 	a.Spec.Template.Labels = keep(j.Spec.Template.Labels, admittedPodLabels)
 	if j.Spec.Template.Annotations != nil {
 		a.Spec.Template.Annotations = map[string]string{}

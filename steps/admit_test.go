@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +17,9 @@ import (
 )
 
 // teskAPIExecutor is an executor's job as the TESK API writes it with every
-// option it has: the executor secret, the pod security context from its
-// ConfigMap, requests and limits, environment values, a working directory.
+// option it has: the pod template named after the job, the executor
+// secret, the pod security context from its ConfigMap, requests and limits,
+// environment values, a working directory.
 func teskAPIExecutor() batchv1.Job {
 	uid, gid := int64(1000), int64(1000)
 	yes := true
@@ -29,7 +31,7 @@ func teskAPIExecutor() batchv1.Job {
 			Annotations: map[string]string{"tes-task-name": "align"},
 		},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{},
+			ObjectMeta: metav1.ObjectMeta{Name: "task-1234abcd-ex-00"},
 			Spec: corev1.PodSpec{
 				RestartPolicy:   corev1.RestartPolicyNever,
 				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid, RunAsNonRoot: &yes},
@@ -338,19 +340,20 @@ func TestRefusedTasksCreateNothing(t *testing.T) {
 	}
 }
 
-// TestInlineInputIsOffByDefault: without ALLOW_INLINE_INPUT an event that
+// TestEventsAreNotTrustedByDefault: without TRUST_EVENTS an event that
 // carries the task JSON is refused and creates nothing, not even the
-// anchor; the same task from its anchor runs (behaviour §5.2).
-func TestInlineInputIsOffByDefault(t *testing.T) {
+// anchor, while the same task from its anchor runs; and a task.cancelled
+// cancels only a task whose anchor is labelled cancelled (behaviour §5.2).
+func TestEventsAreNotTrustedByDefault(t *testing.T) {
 	ctx := testCtx(t)
 	raw, _ := json.Marshal(taskWith(1))
 	api := newFakeAPI(t)
 	r := testRunner(api, DefaultConfig())
-	r.Config.AllowInlineInput = false
+	r.Config.TrustEvents = false
 	_, err := r.Submit(ctx, testNS, testTask, raw, "ev-1")
 	var bad *BadInputError
-	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "ALLOW_INLINE_INPUT") {
-		t.Fatalf("error %v, want bad input naming ALLOW_INLINE_INPUT", err)
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "TRUST_EVENTS") {
+		t.Fatalf("error %v, want bad input naming TRUST_EVENTS", err)
 	}
 	if n := len(api.Actions()); n != 0 {
 		t.Errorf("%d requests made, want none", n)
@@ -358,11 +361,33 @@ func TestInlineInputIsOffByDefault(t *testing.T) {
 
 	api = newFakeAPI(t, anchorObject(taskWith(1), anchorWith(nil)))
 	r = testRunner(api, DefaultConfig())
-	r.Config.AllowInlineInput = false
+	r.Config.TrustEvents = false
 	if _, err := r.Submit(ctx, testNS, testTask, nil, "ev-1"); err != nil {
 		t.Fatal(err)
 	}
 	if api.job("ex-00") == nil {
 		t.Error("the task from its anchor did not start")
+	}
+
+	// A cancel of a running task that nobody labelled: refused, nothing
+	// written; once labelled (as the TES API does), it is cancelled.
+	p := progressOf(fullParts[:2], "ev-1", ago(time.Minute), fullParts[:2]...)
+	api = newFakeAPI(t, anchorObject(taskWith(2, withInput, withOutput), anchorWith(&p)))
+	r = testRunner(api, DefaultConfig())
+	r.Config.TrustEvents = false
+	_, err = r.Cancel(ctx, testNS, testTask, "ev-2")
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "TRUST_EVENTS") {
+		t.Fatalf("error %v, want bad input naming TRUST_EVENTS", err)
+	}
+	if n := api.count("patch", "configmaps", ""); n != 0 {
+		t.Errorf("%d patches of the anchor", n)
+	}
+	a := api.anchor()
+	a.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
+	if _, err := api.CoreV1().ConfigMaps(testNS).Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Cancel(ctx, testNS, testTask, "ev-3"); err != nil || (res.State != StateCanceling && res.State != StateCanceled) {
+		t.Errorf("labelled: %+v %v, want the task cancelled", res, err)
 	}
 }

@@ -87,11 +87,13 @@ type Config struct {
 	// allow-list admits (EXECUTOR_POD_ANNOTATIONS; behaviour §8.8).
 	ExecutorPodAnnotations []string
 
-	// AllowInlineInput takes the task JSON from a task.submitted event's
-	// data.input (ALLOW_INLINE_INPUT): meant for local use. Off, such an
-	// event is refused and only tasks whose anchor the TES API (or the TESK
-	// API) wrote can start (behaviour §5.2).
-	AllowInlineInput bool
+	// TrustEvents takes events at their word (TRUST_EVENTS): a
+	// task.submitted may carry the task JSON (data.input) and a
+	// task.cancelled cancels the task it names. Meant for local use. Off,
+	// an event only makes the handler look at a task again: what the task
+	// runs and whether it is cancelled are read from its anchor, which the
+	// TES API (or the TESK API) wrote (behaviour §5.2).
+	TrustEvents bool
 
 	// UserSecretPrefix, if set, gives the filer jobs of a task that the TES
 	// API created for a known user the secret <prefix><user hash> in place
@@ -310,11 +312,11 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			cfg.ExecutorPodAnnotations = append(cfg.ExecutorPodAnnotations, k)
 		}
 	}
-	if v := get("ALLOW_INLINE_INPUT"); v != "" {
+	if v := get("TRUST_EVENTS"); v != "" {
 		if b, err := strconv.ParseBool(v); err != nil {
-			bad("error", "ALLOW_INLINE_INPUT", "%q is not a boolean; events with an input are refused", v)
+			bad("error", "TRUST_EVENTS", "%q is not a boolean; events are not trusted", v)
 		} else {
-			cfg.AllowInlineInput = b
+			cfg.TrustEvents = b
 		}
 	}
 	if v := get("FILER_USER_SECRET_PREFIX"); v != "" {

@@ -510,12 +510,12 @@ func TestLoadEnv(t *testing.T) {
 			name: "the executors' settings (behaviour §3.13)",
 			env: map[string]string{
 				"EXECUTOR_SERVICE_ACCOUNT": "tesk-executor", "EXECUTOR_SECRET_NAME": "creds", "EXECUTOR_SECRET_MOUNT_PATH": "/secret",
-				"EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true}`, "ALLOW_INLINE_INPUT": "true", "FILER_USER_SECRET_PREFIX": "tesk-user-",
+				"EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true}`, "TRUST_EVENTS": "true", "FILER_USER_SECRET_PREFIX": "tesk-user-",
 			},
 			check: func(t *testing.T, c Config) {
 				if c.ExecutorServiceAccount != "tesk-executor" || c.ExecutorSecret != (ExecutorSecret{"creds", "/secret"}) ||
 					c.ExecutorSecurityContext == nil || !*c.ExecutorSecurityContext.RunAsNonRoot || c.ExecutorSecurityContext.Capabilities != nil ||
-					!c.AllowInlineInput || c.UserSecretPrefix != "tesk-user-" {
+					!c.TrustEvents || c.UserSecretPrefix != "tesk-user-" {
 					t.Errorf("%+v", c)
 				}
 			},
@@ -524,11 +524,11 @@ func TestLoadEnv(t *testing.T) {
 			name: "malformed executors' settings keep the defaults",
 			env: map[string]string{
 				"EXECUTOR_SERVICE_ACCOUNT": "Tesk_Executor", "EXECUTOR_SECRET_NAME": "creds", "EXECUTOR_SECRET_MOUNT_PATH": "secret",
-				"EXECUTOR_SECURITY_CONTEXT": `{"privileged": "yes"}`, "ALLOW_INLINE_INPUT": "sometimes", "FILER_USER_SECRET_PREFIX": "Users_",
+				"EXECUTOR_SECURITY_CONTEXT": `{"privileged": "yes"}`, "TRUST_EVENTS": "sometimes", "FILER_USER_SECRET_PREFIX": "Users_",
 			},
-			issues: []string{"error EXECUTOR_SECURITY_CONTEXT", "error EXECUTOR_SERVICE_ACCOUNT", "error EXECUTOR_SECRET_MOUNT_PATH", "error ALLOW_INLINE_INPUT", "error FILER_USER_SECRET_PREFIX"},
+			issues: []string{"error EXECUTOR_SECURITY_CONTEXT", "error EXECUTOR_SERVICE_ACCOUNT", "error EXECUTOR_SECRET_MOUNT_PATH", "error TRUST_EVENTS", "error FILER_USER_SECRET_PREFIX"},
 			check: func(t *testing.T, c Config) {
-				if c.ExecutorServiceAccount != "" || c.ExecutorSecret.Name != "" || !reflect.DeepEqual(c.ExecutorSecurityContext, DefaultExecutorSecurityContext()) || c.AllowInlineInput || c.UserSecretPrefix != "" {
+				if c.ExecutorServiceAccount != "" || c.ExecutorSecret.Name != "" || !reflect.DeepEqual(c.ExecutorSecurityContext, DefaultExecutorSecurityContext()) || c.TrustEvents || c.UserSecretPrefix != "" {
 					t.Errorf("%+v", c)
 				}
 			},

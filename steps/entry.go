@@ -15,17 +15,17 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// Submit starts a task. With input (the task JSON; only with
-// AllowInlineInput), it creates the task's anchor ConfigMap from it, as the
+// Submit starts a task. With input (the task JSON; only with TrustEvents),
+// it creates the task's anchor ConfigMap from it, as the
 // TESK API would; without, it reads the task from the ConfigMap the TES API
 // or the TESK API created. A duplicate submission changes nothing: the
 // anchor on the cluster is the task.
 func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMessage, event string) (Result, error) {
 	var spec *taskspec.Task
-	if len(input) > 0 && !r.Config.AllowInlineInput {
+	if len(input) > 0 && !r.Config.TrustEvents {
 		// Whoever can post an event would choose the pods (behaviour §5.2).
 		return Result{Task: task, Namespace: ns, Actions: []Action{}}, &BadInputError{Err: fmt.Errorf(
-			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take (ALLOW_INLINE_INPUT is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)}
+			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take from events (TRUST_EVENTS is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)}
 	}
 	if len(input) > 0 {
 		cm := &corev1.ConfigMap{
@@ -67,9 +67,13 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 	return res, err
 }
 
-// Cancel cancels a task: it labels the anchor task-status: Cancelled, as the
-// TESK API labels a task it cancels, and takes the step that follows. A task
-// that already ended stays as it is.
+// Cancel cancels a task: it takes the step that follows the label
+// task-status: Cancelled on the anchor, which the TES API sets before it
+// posts the event. With TrustEvents the event itself cancels the task: the
+// handler labels the anchor, as the TESK API labels a task it cancels.
+// Without, an unlabelled task is left as it is and the event is refused, so
+// that whoever can post an event cannot end another's task. A task that
+// already ended stays as it is.
 func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, error) {
 	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
 	anchor, err := r.getAnchor(ctx, ns, task)
@@ -84,6 +88,10 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 		res.State = state
 		res.Message = fmt.Sprintf("the task already ended (%s); nothing to cancel", state)
 		return res, nil
+	}
+	if anchor.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled && !r.Config.TrustEvents {
+		return res, &BadInputError{Err: fmt.Errorf("task %s/%s is not labelled %s: %s, and this handler does not cancel on an event's word (TRUST_EVENTS is off): cancel through the TES API, or label the task's ConfigMap",
+			ns, task, taskmeta.LabelStatus, taskmeta.StatusCancelled)}
 	}
 	if anchor.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}}})

@@ -266,9 +266,9 @@ func testCtx(t *testing.T) context.Context {
 
 // testRunner is a runner on the fake API, at t0, with fast retries. It
 // takes the task JSON from the events, as make dev's handler does
-// (TestInlineInputIsOffByDefault covers the default).
+// (TestEventsAreNotTrustedByDefault covers the default).
 func testRunner(api *fakeAPI, cfg Config) *Runner {
-	cfg.AllowInlineInput = true
+	cfg.TrustEvents = true
 	return &Runner{
 		Client:  api,
 		Config:  cfg,

@@ -148,7 +148,7 @@ func newInstrumented(ctx context.Context, c *cluster.Cluster, ns string, cfg ste
 	rc.QPS, rc.Burst = 500, 1000
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, total: &in.requests} })
 	cfg.Namespace = ns
-	cfg.AllowInlineInput = true // the benchmark submits the task JSON in the events
+	cfg.TrustEvents = true // the benchmark submits the task JSON in the events
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
 	srv, err := server.New(rc, cfg, zap.NewNop().Sugar())
 	if err != nil {
@@ -570,7 +570,7 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 	bin := filepath.Join("bin", "handler")
 	port := 18180
 	cmd := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "--namespace", ns, "--port", fmt.Sprint(port))
-	cmd.Env = append(append(os.Environ(), "ALLOW_INLINE_INPUT=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), strings.Fields(*flagHandlerEnv)...)
+	cmd.Env = append(append(os.Environ(), "TRUST_EVENTS=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), strings.Fields(*flagHandlerEnv)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %w (run `make build` first)", bin, err)

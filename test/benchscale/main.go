@@ -148,7 +148,7 @@ func runOnce(ctx context.Context, c *cluster.Cluster, replicas int, auditLog str
 	for i := 0; i < replicas; i++ {
 		port := 18280 + 10*replicas + i
 		cmd := exec.Command(filepath.Join("bin", "handler"), "--kubeconfig", kubeconfig, "--namespace", ns, "--port", fmt.Sprint(port))
-		cmd.Env = append(append(os.Environ(), "FILER_NAME=tesk-filer", "FILER_VERSION=dev", "ALLOW_INLINE_INPUT=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), strings.Fields(*flagHandlerEnv)...)
+		cmd.Env = append(append(os.Environ(), "FILER_NAME=tesk-filer", "FILER_VERSION=dev", "TRUST_EVENTS=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), strings.Fields(*flagHandlerEnv)...)
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {

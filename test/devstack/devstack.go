@@ -93,7 +93,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	// examples, the demo), a deployment does not (behaviour §5.2); and its
 	// executors may choose their fates on kwok nodes (test/cluster/stages).
 	h.Env = append(append(os.Environ(), "FILER_NAME="+FilerName, "FILER_VERSION="+FilerVersion,
-		"ALLOW_INLINE_INPUT=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), o.Env...)
+		"TRUST_EVENTS=true", "EXECUTOR_POD_ANNOTATIONS="+cluster.FateAnnotationPrefix), o.Env...)
 	h.Stdout, h.Stderr = out, errw
 	h.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := h.Start(); err != nil {

@@ -139,7 +139,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	cfg.Namespace = name
 	cfg.FilerName, cfg.FilerVersion = "tesk-filer", "test"
 	cfg.PodTimeout = 3 * time.Second
-	cfg.AllowInlineInput = true // the tests submit the task JSON in the events
+	cfg.TrustEvents = true // the tests submit the task JSON in the events
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
 	if o.config != nil {
 		o.config(&cfg)

@@ -21,7 +21,7 @@ import (
 // An executor whose spec asks for more than a task may (behaviour §8.8)
 // creates nothing, from an event's input as from a ConfigMap written by
 // something else than the TES API: the task ends SYSTEM_ERROR naming the
-// field; and without ALLOW_INLINE_INPUT an event's input is refused before
+// field; and without TRUST_EVENTS an event's input is refused before
 // anything is written.
 func TestForbiddenExecutorCreatesNothing(t *testing.T) {
 	privileged := func(task string) map[string]any {
@@ -72,11 +72,11 @@ func TestForbiddenExecutorCreatesNothing(t *testing.T) {
 		nothingCreated(e, task)
 	})
 	t.Run("inline input off", func(t *testing.T) {
-		off := newEnv(t, envOptions{config: func(c *steps.Config) { c.AllowInlineInput = false }})
+		off := newEnv(t, envOptions{config: func(c *steps.Config) { c.TrustEvents = false }})
 		task := "task-inline01"
 		code, body := off.post("task.submitted", map[string]any{"task": task, "namespace": off.ns, "input": noIO(taskJSON(executor(task, 0, nil, nil)))})
-		if code != http.StatusBadRequest || !strings.Contains(body, "ALLOW_INLINE_INPUT") {
-			t.Errorf("answer %d %s, want 400 naming ALLOW_INLINE_INPUT", code, body)
+		if code != http.StatusBadRequest || !strings.Contains(body, "TRUST_EVENTS") {
+			t.Errorf("answer %d %s, want 400 naming TRUST_EVENTS", code, body)
 		}
 		if _, err := off.c.Client.CoreV1().ConfigMaps(off.ns).Get(context.Background(), task, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the anchor was written: %v", err)
