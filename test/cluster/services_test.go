@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +82,9 @@ type probeRound struct {
 // its ServiceAccount token, which RBAC lets read one ConfigMap (200) and not
 // list Secrets (403). A NetworkPolicy denying egress in one namespace then
 // cuts its pods, running and new, off the Service and the API server, while
-// a pod of another namespace keeps reaching both; without the policy they
-// reach both again. Stop removes the route, the iptables and nftables rules
+// a pod of another namespace keeps reaching both; a policy that allows the
+// API server and the DNS (as they are after kube-proxy's DNAT) lets them
+// reach those two only; without a policy they reach both again. Stop removes the route, the iptables and nftables rules
 // and the processes.
 func TestServicesOnTheRealNode(t *testing.T) {
 	ctx := context.Background()
@@ -242,6 +245,54 @@ func TestServicesOnTheRealNode(t *testing.T) {
 	waitRounds(t, c, denied, "after", 2, "is cut off by the NetworkPolicy", cutOff)
 	waitRounds(t, c, open, "after", 3, "still reaches the Service and the API server", reaches)
 	waitRounds(t, c, open, "before", 3, "still reaches the Service and the API server", reaches)
+
+	// A policy that lets the namespace's pods reach the API server and the
+	// cluster DNS only names them as they are after kube-proxy's DNAT: the
+	// bridge's host address with the API server's port, and port 53.
+	u, err := url.Parse(c.Server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiPort, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	port := func(p int) *intstr.IntOrString { v := intstr.FromInt32(int32(p)); return &v }
+	pol, err := c.Client.NetworkingV1().NetworkPolicies(denied).Get(ctx, "deny-egress", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
+		To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: n.HostIP + "/32"}}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(apiPort)}, {Protocol: &udp, Port: port(53)}, {Protocol: &tcp, Port: port(53)}},
+	}}
+	if _, err := c.Client.NetworkingV1().NetworkPolicies(denied).Update(ctx, pol, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRounds(t, c, denied, "after", 2, "reaches the API server and the DNS but not the Service", func(r probeRound) error {
+		var bad []string
+		if r.DNS != svc.Spec.ClusterIP {
+			bad = append(bad, fmt.Sprintf("%s resolved to %q, want %s", name, r.DNS, svc.Spec.ClusterIP))
+		}
+		for what, got := range map[string]string{"the API server (kubernetes Service IP)": r.API, "the API server (kubernetes.default.svc)": r.APIName} {
+			if got != "200" {
+				bad = append(bad, what+": "+got+", want 200")
+			}
+		}
+		if r.Forbidden != "403" {
+			bad = append(bad, "listing Secrets: "+r.Forbidden+", want 403")
+		}
+		for what, got := range map[string]string{"the Service by name": r.Name, "the Service by cluster IP": r.IP} {
+			if !strings.HasPrefix(got, "error: ") {
+				bad = append(bad, what+" answered: "+got)
+			}
+		}
+		if len(bad) > 0 {
+			return errors.New(strings.Join(bad, "; "))
+		}
+		return nil
+	})
 
 	// Without the policy, the namespace's pods reach both again: the policy,
 	// and nothing else, cut them off.
