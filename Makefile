@@ -83,7 +83,8 @@ chaos: cluster-bins build
 # node's kubelet, containerd (with its runc shim and ctr), image registry and
 # volume provisioner into .../tesk-knative/node/<key>; reused when present.
 # node-deps installs runc, the CNI plugins, iptables and busybox-static from
-# Debian (root).
+# Debian (root). build-services.sh builds kube-proxy, CoreDNS and
+# kube-network-policies (the Services option) into .../tesk-knative/services/<key>.
 .PHONY: cluster-bins node-deps cluster-up cluster-down cluster-status test-cluster
 CLUSTER_DIR ?= .cluster
 # NODE=real: cluster-up, dev and demo also start a real node (kubelet,
@@ -95,10 +96,19 @@ NODE_DEPS := node-deps
 else ifneq ($(NODE),kwok)
 $(error NODE=$(NODE): use NODE=kwok (the default) or NODE=real)
 endif
+# SERVICES=1 (NODE=real implied): cluster-up also gives the real node
+# kube-proxy, cluster DNS, the API server at the kubernetes Service, the
+# Deployment and endpoint controllers and NetworkPolicy enforcement.
+SERVICES ?=
+ifneq ($(SERVICES),)
+CLUSTER_UP_FLAGS := -real -services
+NODE_DEPS := node-deps
+endif
 
 cluster-bins:
 	GO=$(GO) ./test/cluster/build.sh
 	GO=$(GO) ./test/cluster/build-node.sh
+	GO=$(GO) ./test/cluster/build-services.sh
 
 node-deps:
 	./test/cluster/node-deps.sh

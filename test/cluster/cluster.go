@@ -103,6 +103,20 @@ type Options struct {
 	// (default DefaultSandboxImage).
 	SandboxImage string
 
+	// Services (with RealNode) gives the real node what in-cluster Services
+	// need: kube-controller-manager with ServiceControllers too, kube-proxy
+	// (iptables mode) and CoreDNS (the kubelet's clusterDNS, no forwarding)
+	// on this machine, the API server at RealNode.HostIP (Server then names
+	// that address) as the kubernetes Service's endpoint, the Service range
+	// routed to the pods' bridge only, and NetworkPolicies enforced by
+	// kube-network-policies. Off by default: it costs a few seconds and takes
+	// host-wide state (one such cluster per machine). CheckServicesHost names
+	// what the machine lacks.
+	Services bool
+	// ServicesBinDir holds kube-proxy, coredns and kube-network-policies
+	// (default: ServicesCacheDir()/bin, as build-services.sh writes them).
+	ServicesBinDir string
+
 	// Detach starts the processes in their own sessions so that they outlive
 	// the calling program (cmd/cluster up). Without it they are killed when
 	// the caller dies.
@@ -127,7 +141,8 @@ type Cluster struct {
 	Client kubernetes.Interface
 	// Dynamic is an admin dynamic client.
 	Dynamic dynamic.Interface
-	// Server is the API server URL (https://127.0.0.1:<port>).
+	// Server is the API server URL (https://127.0.0.1:<port>; with Services
+	// https://<RealNode.HostIP>:<port>).
 	Server string
 	// Nodes are the names of the fake nodes.
 	Nodes []string
@@ -142,6 +157,10 @@ type Cluster struct {
 	node     *RealNode // nil without a real node
 	stopped  bool
 	attached bool // made by Attach: the control plane belongs to another program
+
+	services bool // Options.Services
+	// The health endpoints of the Services option's processes.
+	dnsReady, proxyHealth, netpolReady string
 }
 
 type ports struct {
@@ -163,6 +182,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("Nodes %d: must not be negative", opts.Nodes)
 	case opts.Nodes == 0 && !opts.RealNode:
 		opts.Nodes = 1
+	}
+	if opts.Services && !opts.RealNode {
+		return nil, errors.New("Services needs RealNode: Services, DNS and network policies are the real node's")
 	}
 	if opts.NodeCPU == "" {
 		opts.NodeCPU = "32"
@@ -225,6 +247,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		Server:   fmt.Sprintf("https://127.0.0.1:%d", p.APIServer),
 		ports:    p,
 		logf:     logf,
+		services: opts.Services,
 	}
 	defer func() {
 		if err != nil {
@@ -234,6 +257,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if opts.Services {
+		// The API server listens on the pods' bridge: the bridge comes first.
+		n, err := c.prepareRealNode(opts)
+		if err != nil {
+			return c, err
+		}
+		if c.ports.APIServer, err = pickPort("kube-apiserver", n.HostIP, opts.APIServerPort); err != nil {
+			return c, err
+		}
+		c.Server = fmt.Sprintf("https://%s", net.JoinHostPort(n.HostIP, strconv.Itoa(c.ports.APIServer)))
+	}
 
 	if err := c.prepare(opts); err != nil {
 		return c, err
@@ -394,7 +428,11 @@ func (c *Cluster) prepare(opts Options) error {
 			return err
 		}
 	}
-	if _, err := writePKI(filepath.Join(c.Dir, "pki")); err != nil {
+	var apiIPs []net.IP
+	if h := c.apiHost(); h != "127.0.0.1" {
+		apiIPs = append(apiIPs, net.ParseIP(h))
+	}
+	if _, err := writePKI(filepath.Join(c.Dir, "pki"), apiIPs...); err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
@@ -550,6 +588,19 @@ func httpOK(ctx context.Context, client *http.Client, url string) (bool, error) 
 	return resp.StatusCode == http.StatusOK, nil
 }
 
+// pickPort picks a free port on host, or checks that the fixed one is free.
+func pickPort(name, host string, fixed int) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(fixed)))
+	if err != nil {
+		if fixed != 0 {
+			return 0, fmt.Errorf("%s port %s:%d is already in use (or not available): %w", name, host, fixed, err)
+		}
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
 // choosePorts picks free loopback ports, or checks the fixed ones are free.
 func choosePorts(opts Options) (ports, error) {
 	var p ports
@@ -612,10 +663,16 @@ func (c *Cluster) etcdArgs() []string {
 
 func (c *Cluster) apiServerArgs() []string {
 	k := c.pki()
+	// Without Services nothing reaches the API server through the
+	// kubernetes Service, whose endpoints are then left alone.
+	reconciler := "none"
+	if c.services {
+		reconciler = "lease"
+	}
 	return []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.ports.Etcd),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + c.apiHost(),
+		"--advertise-address=" + c.apiHost(),
 		fmt.Sprintf("--secure-port=%d", c.ports.APIServer),
 		"--cert-dir=" + filepath.Join(c.Dir, "pki", "apiserver-generated"),
 		"--tls-cert-file=" + k.path("apiserver.crt"),
@@ -635,7 +692,7 @@ func (c *Cluster) apiServerArgs() []string {
 		// this plugin puts on new nodes; kwok's nodes are ready at once.
 		"--disable-admission-plugins=TaintNodesByCondition",
 		"--profiling=false",
-		"--endpoint-reconciler-type=none",
+		"--endpoint-reconciler-type=" + reconciler,
 		"--max-requests-inflight=800",
 		"--max-mutating-requests-inflight=400",
 		"--v=1",
@@ -662,6 +719,10 @@ var Controllers = []string{
 
 func (c *Cluster) controllerManagerArgs() []string {
 	k := c.pki()
+	controllers := Controllers
+	if c.services {
+		controllers = append(append([]string(nil), Controllers...), ServiceControllers...)
+	}
 	return []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--authentication-kubeconfig=" + c.Kubeconfig,
@@ -670,7 +731,7 @@ func (c *Cluster) controllerManagerArgs() []string {
 		fmt.Sprintf("--secure-port=%d", c.ports.ControllerManager),
 		"--cert-dir=" + filepath.Join(c.Dir, "pki", "controller-manager-generated"),
 		"--leader-elect=false",
-		"--controllers=" + strings.Join(Controllers, ","),
+		"--controllers=" + strings.Join(controllers, ","),
 		"--service-account-private-key-file=" + k.path("sa.key"),
 		"--root-ca-file=" + k.path("ca.crt"),
 		"--use-service-account-credentials=false",

@@ -83,6 +83,9 @@ type RealNode struct {
 	BinDir string `json:"binDir"`
 	// Dir is the node's state directory (inside the cluster's).
 	Dir string `json:"dir"`
+	// Services is what the Services option set up for the node (nil
+	// without it).
+	Services *NodeServices `json:"services,omitempty"`
 }
 
 // NodeImage is an image the real node holds from its start: an OCI (or
@@ -238,36 +241,60 @@ func (h hierarchies) dirs() []string {
 	return out
 }
 
-// startRealNode starts the real node: a bridge with its own subnet, the
-// image registry, containerd (runc, CNI), the images, the volume
-// provisioner and the kubelet; it returns once the node is Ready.
-func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
-	begin := time.Now()
+// prepareRealNode checks the machine and makes the real node's directories,
+// bridge and cgroups (with Services, before the control plane starts, as the
+// API server listens on the bridge).
+func (c *Cluster) prepareRealNode(opts Options) (*RealNode, error) {
 	binDir := opts.NodeBinDir
 	if binDir == "" {
 		cache, err := NodeCacheDir()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		binDir = filepath.Join(cache, "bin")
 	}
-	if err := CheckRealNodeHost(binDir); err != nil {
-		return err
+	hostErr := CheckRealNodeHost(binDir)
+	var services *NodeServices
+	if opts.Services {
+		sbin, err := servicesBinDir(opts)
+		if err != nil {
+			return nil, err
+		}
+		hostErr = errors.Join(hostErr, CheckServicesHost(sbin))
+		services = &NodeServices{BinDir: sbin}
 	}
-	n := &RealNode{Name: RealNodeName, BinDir: binDir, Dir: filepath.Join(c.Dir, "node")}
+	if hostErr != nil {
+		return nil, hostErr
+	}
+	n := &RealNode{Name: RealNodeName, BinDir: binDir, Dir: filepath.Join(c.Dir, "node"), Services: services}
 	c.mu.Lock()
 	c.node = n
 	c.mu.Unlock()
 	for _, d := range []string{"containerd/root", "containerd/state", "containerd/certs.d/_default", "cni/net.d", "cni/ipam", "kubelet", "podlogs", "registry", "volumes", "opt"} {
 		if err := os.MkdirAll(filepath.Join(n.Dir, d), 0o755); err != nil {
-			return err
+			return n, err
 		}
 	}
 	if err := n.createBridge(); err != nil {
-		return err
+		return n, err
 	}
 	if err := n.createCgroupRoot(); err != nil {
-		return err
+		return n, err
+	}
+	return n, nil
+}
+
+// startRealNode starts the real node: a bridge with its own subnet, the
+// image registry, containerd (runc, CNI), the images, the volume
+// provisioner, with Services the host's services, and the kubelet; it
+// returns once the node (and its services) are Ready.
+func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
+	begin := time.Now()
+	n := c.RealNode()
+	if n == nil {
+		if n, err = c.prepareRealNode(opts); err != nil {
+			return err
+		}
 	}
 	if err := c.issueNodeCerts(n); err != nil {
 		return fmt.Errorf("real node certificates: %w", err)
@@ -336,6 +363,14 @@ func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
 	}); err != nil {
 		return err
 	}
+	if n.Services != nil {
+		t0 := time.Now()
+		if err := c.startServices(ctx, opts, n); err != nil {
+			return err
+		}
+		c.logf("real node: Service range routed to %s, cluster DNS at %s, kube-proxy and kube-network-policies started (%s)",
+			n.Bridge, n.Services.DNS, time.Since(t0).Round(time.Millisecond))
+	}
 	kubeletPort, err := freePortOn(n.HostIP)
 	if err != nil {
 		return err
@@ -377,6 +412,11 @@ func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("%w; last lines of the kubelet's log:\n%s", err, c.processLogTail("kubelet", 15))
 	}
 	c.Nodes = append(c.Nodes, n.Name)
+	if n.Services != nil {
+		if err := c.waitServicesReady(ctx, n); err != nil {
+			return err
+		}
+	}
 	c.logf("real node %s Ready at %s, pods on %s (%s)", n.Name, n.HostIP, n.Subnet, time.Since(begin).Round(time.Millisecond))
 	return nil
 }
@@ -645,6 +685,20 @@ const DefaultSandboxImage = "registry.k8s.io/pause:3.10.2"
 
 func (c *Cluster) writeKubeletConfig(n *RealNode, port, healthPort int) error {
 	k := c.pki()
+	dns := "resolvConf: /etc/resolv.conf\n"
+	if n.Services != nil {
+		// The cluster's DNS only: the pods' resolv.conf gets no name server
+		// or search domain of this machine's.
+		resolv := filepath.Join(n.Dir, "kubelet", "resolv.conf")
+		if err := os.WriteFile(resolv, []byte("# the real node's pods use the cluster's DNS only\n"), 0o644); err != nil {
+			return err
+		}
+		host, _, err := net.SplitHostPort(n.Services.DNS)
+		if err != nil {
+			return fmt.Errorf("cluster DNS address %q: %w", n.Services.DNS, err)
+		}
+		dns = fmt.Sprintf("resolvConf: %s\nclusterDNS: [%s]\nclusterDomain: %s\n", resolv, host, ClusterDomain)
+	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -670,8 +724,7 @@ cgroupsPerQOS: true
 failCgroupV1: false
 failSwapOn: false
 podLogsDir: %s
-resolvConf: /etc/resolv.conf
-serializeImagePulls: false
+%sserializeImagePulls: false
 registerNode: true
 maxPods: 110
 imageGCHighThresholdPercent: 100
@@ -691,7 +744,7 @@ localStorageCapacityIsolation: true
 logging:
   format: text
 `, n.HostIP, port, healthPort, k.path("node-serving.crt"), k.path("node-serving.key"), k.path("ca.crt"),
-		n.ContainerdSocket, n.CgroupRoot, filepath.Join(n.Dir, "podlogs"))
+		n.ContainerdSocket, n.CgroupRoot, filepath.Join(n.Dir, "podlogs"), dns)
 	return os.WriteFile(filepath.Join(n.Dir, "kubelet", "config.yaml"), []byte(cfg), 0o644)
 }
 

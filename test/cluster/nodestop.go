@@ -23,6 +23,9 @@ func stopRealNode(n *RealNode) error {
 		return nil
 	}
 	var errs []error
+	if err := stopServices(n); err != nil {
+		errs = append(errs, fmt.Errorf("services: %w", err))
+	}
 	killShims(n.ContainerdSocket)
 	if n.CgroupRoot != "" {
 		if err := removeCgroups(n.CgroupRoot); err != nil {

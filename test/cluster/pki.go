@@ -25,10 +25,11 @@ type pki struct {
 
 func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
 
-// writePKI creates a CA, serving certificates for the API server and for
-// kwok's kubelet server, an admin client certificate (group system:masters)
-// and the service account signing key pair.
-func writePKI(dir string) (pki, error) {
+// writePKI creates a CA, serving certificates for the API server (for
+// 127.0.0.1, the kubernetes Service's address and apiIPs) and for kwok's
+// kubelet server, an admin client certificate (group system:masters) and the
+// service account signing key pair.
+func writePKI(dir string, apiIPs ...net.IP) (pki, error) {
 	p := pki{dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return p, err
@@ -66,7 +67,7 @@ func writePKI(dir string) (pki, error) {
 	loopback := []net.IP{net.ParseIP("127.0.0.1")}
 	if err := issue("apiserver", 2, pkix.Name{CommonName: "kube-apiserver"},
 		[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		append(loopback, net.ParseIP(serviceIP)),
+		append(append(loopback, net.ParseIP(serviceIP)), apiIPs...),
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}); err != nil {
 		return p, err
 	}

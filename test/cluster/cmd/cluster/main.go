@@ -64,7 +64,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: cluster up|down|status|adapter [flags]
   up       start the local control plane in the background (-dir, -nodes, -cpu, -memory, -pods, -port,
-           -real: a real node too)
+           -real: a real node too; -services: and what in-cluster Services need, with -real implied)
   down     stop it and remove its state (-dir)
   status   show its processes (-dir)
   adapter  run the ApiServerSource receive adapter against it until interrupted
@@ -80,6 +80,7 @@ func up(args []string) error {
 	dir := fl.String("dir", ".cluster", "directory for state.json and the admin kubeconfig")
 	nodes := fl.Int("nodes", -1, "number of fake nodes (default 1, or 0 with -real)")
 	real := fl.Bool("real", false, "also start a real node: kubelet, containerd and runc on this machine (needs root and make cluster-bins)")
+	services := fl.Bool("services", false, "give the real node (implies -real) kube-proxy, cluster DNS, the API server at the kubernetes Service, the Deployment and endpoint controllers and NetworkPolicy enforcement")
 	cpu := fl.String("cpu", "32", "CPU capacity of each node")
 	memory := fl.String("memory", "256Gi", "memory capacity of each node")
 	pods := fl.String("pods", "1000", "pod capacity of each node")
@@ -95,6 +96,9 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	begin := time.Now()
+	if *services {
+		*real = true
+	}
 	if *nodes < 0 {
 		*nodes = 0
 		if !*real {
@@ -116,6 +120,7 @@ func up(args []string) error {
 	if *real {
 		opts.RealNode = true
 		opts.BuildNodeImages = nodeImages
+		opts.Services = *services
 	}
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
@@ -138,6 +143,9 @@ func up(args []string) error {
 	fmt.Printf("cluster up in %.1fs: API server %s, %d node(s)\n", time.Since(begin).Seconds(), c.Server, len(c.Nodes))
 	if n := c.RealNode(); n != nil {
 		fmt.Printf("  real node %s: pods on %s; servers for pods listen on %s; images from %s\n", n.Name, n.Subnet, n.HostIP, n.Registry)
+		if n.Services != nil {
+			fmt.Printf("  services: Service range %s routed to %s, cluster DNS %s (%s), kube-proxy, kube-network-policies\n", cluster.ServiceCIDR, n.Bridge, n.Services.DNS, cluster.ClusterDomain)
+		}
 	}
 	fmt.Printf("  export KUBECONFIG=%s\n", abs)
 	fmt.Printf("  state %s, component logs in %s\n", stateFile, filepath.Join(c.Dir, "logs"))
