@@ -2,11 +2,13 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,6 +31,7 @@ type APIFaultProxy struct {
 	mu          sync.Mutex
 	rng         *rand.Rand
 	faulted     map[string]int // "VERB code" -> count
+	lost        map[string]int // VERB -> count
 	writes      int
 	delayed     int
 	proxyErrors int
@@ -44,6 +47,7 @@ func NewAPIFaultProxy(target *url.URL, transport http.RoundTripper, seed uint64)
 		proxy:   rp,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)),
 		faulted: map[string]int{},
+		lost:    map[string]int{},
 	}
 	// A request its client gave up on (a killed handler, a step's timeout)
 	// is counted, not logged.
@@ -71,7 +75,7 @@ func (p *APIFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.faulted[fmt.Sprintf("%s %d", r.Method, code)]++
 		case x < p.WriteFaultRate+p.LostAnswerRate:
 			lost = true
-			p.faulted[r.Method+" done, answered 500"]++
+			p.lost[r.Method]++
 		}
 		p.mu.Unlock()
 		if code != 0 {
@@ -112,9 +116,14 @@ func writeStatus(w http.ResponseWriter, code int) {
 
 // APIFaultCounts are the figures of an APIFaultProxy.
 type APIFaultCounts struct {
-	Writes     int
-	Faulted    map[string]int
-	ReadsDelay int
+	Writes int
+	// Faulted counts the writes the proxy answered itself, by "VERB code"
+	// ("PATCH 409").
+	Faulted map[string]int
+	// LostAnswers counts, by verb, the writes passed on and done, then
+	// answered 500.
+	LostAnswers map[string]int
+	ReadsDelay  int
 	// ProxyErrors are requests that did not reach the API server or whose
 	// answer did not reach the client (the client had gone).
 	ProxyErrors int
@@ -124,9 +133,27 @@ type APIFaultCounts struct {
 func (p *APIFaultProxy) Counts() APIFaultCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f := make(map[string]int, len(p.faulted))
-	for k, v := range p.faulted {
-		f[k] = v
+	return APIFaultCounts{Writes: p.writes, Faulted: maps.Clone(p.faulted), LostAnswers: maps.Clone(p.lost),
+		ReadsDelay: p.delayed, ProxyErrors: p.proxyErrors}
+}
+
+// ByCode sums the writes the proxy answered itself with code, whatever
+// their verb.
+func (c APIFaultCounts) ByCode(code int) int {
+	n := 0
+	for k, v := range c.Faulted {
+		if strings.HasSuffix(k, fmt.Sprintf(" %d", code)) {
+			n += v
+		}
 	}
-	return APIFaultCounts{Writes: p.writes, Faulted: f, ReadsDelay: p.delayed, ProxyErrors: p.proxyErrors}
+	return n
+}
+
+// Lost sums the lost answers of every verb.
+func (c APIFaultCounts) Lost() int {
+	n := 0
+	for _, v := range c.LostAnswers {
+		n += v
+	}
+	return n
 }

@@ -71,13 +71,15 @@ func TestAPIFaultProxyFaultsWritesAndForwardsTheRest(t *testing.T) {
 	}
 
 	cnt := p.Counts()
-	total, lost := 0, 0
-	for k, v := range cnt.Faulted {
-		if strings.HasSuffix(k, " done, answered 500") {
-			lost += v
-		} else {
-			total += v
-		}
+	total, lost := 0, cnt.Lost()
+	for _, v := range cnt.Faulted {
+		total += v
+	}
+	if byCode := cnt.ByCode(429) + cnt.ByCode(500) + cnt.ByCode(409); byCode != total {
+		t.Errorf("faults by code %d, %d, %d: %d in all, want %d", cnt.ByCode(429), cnt.ByCode(500), cnt.ByCode(409), byCode, total)
+	}
+	if len(cnt.LostAnswers) != 4 {
+		t.Errorf("lost answers by verb %v, want each of the 4 write verbs", cnt.LostAnswers)
 	}
 	// A lost answer's write was done: it reached the API server.
 	if cnt.Writes != n || int(backendWrites.Load()) != n-total {
