@@ -123,7 +123,7 @@ func Granted(objs []*unstructured.Unstructured) (map[Permission][]string, error)
 // permissions of RequiredBySources.
 const WhyRequired = "the ApiServerSource controller checks that the source's ServiceAccount may get, list and watch each of its resources " +
 	"(SubjectAccessReviews in knative.dev/eventing v0.50.0, pkg/reconciler/apiserversource/apiserversource.go, runAccessCheck) " +
-	"and does not run the adapter otherwise; the adapter itself only lists and watches"
+	"and does not run the adapter otherwise, whatever the adapter requests itself (its reflectors stream their lists as watches where the API server can)"
 
 // RequiredBySources lists the permissions that the ApiServerSource
 // controller requires of each ApiServerSource of objs before it runs the
