@@ -15,7 +15,8 @@ import (
 
 // APIFaultProxy sits in front of the Kubernetes API server. It answers a
 // WriteFaultRate share of writes (POST, PUT, PATCH, DELETE) itself with 429
-// (with Retry-After), 500 or 409 without forwarding them, delays a
+// (with Retry-After), 500 and 409 in turn, so that a few faults are enough
+// for each answer to be given, without forwarding them; it delays a
 // ReadDelayRate share of reads by up to MaxReadDelay, and forwards all other
 // requests, credentials included, to the API server through Transport. A
 // LostAnswerRate share of writes is forwarded and done, and then answered
@@ -32,6 +33,7 @@ type APIFaultProxy struct {
 	rng         *rand.Rand
 	faulted     map[string]int // "VERB code" -> count
 	lost        map[string]int // VERB -> count
+	faults      int            // the writes answered so far, for the turn of the codes
 	writes      int
 	delayed     int
 	proxyErrors int
@@ -71,7 +73,8 @@ func (p *APIFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code, lost := 0, false
 		switch x := p.rng.Float64(); {
 		case x < p.WriteFaultRate:
-			code = faultCodes[p.rng.IntN(len(faultCodes))]
+			code = faultCodes[p.faults%len(faultCodes)]
+			p.faults++
 			p.faulted[fmt.Sprintf("%s %d", r.Method, code)]++
 		case x < p.WriteFaultRate+p.LostAnswerRate:
 			lost = true

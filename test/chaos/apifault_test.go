@@ -99,6 +99,10 @@ func TestAPIFaultProxyFaultsWritesAndForwardsTheRest(t *testing.T) {
 	if len(faults) != 3 {
 		t.Errorf("not all fault codes seen: %v", faults)
 	}
+	// The codes come in turn: their counts differ by at most one.
+	if c := []int{cnt.ByCode(429), cnt.ByCode(500), cnt.ByCode(409)}; max(c[0], c[1], c[2])-min(c[0], c[1], c[2]) > 1 {
+		t.Errorf("codes 429, 500, 409 answered %v times: not in turn", c)
+	}
 	if backendReads.Load() != 100 || cnt.ReadsDelay == 0 {
 		t.Errorf("reads forwarded %d, delayed %d", backendReads.Load(), cnt.ReadsDelay)
 	}

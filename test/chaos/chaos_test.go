@@ -16,7 +16,7 @@ import (
 // TestChaos is make chaos in short: 30 tasks, clean and then with events
 // dropped (10 %), delivered up to 3 times within 2 s, the handler SIGKILLed
 // and restarted 3 times, 5 % of its writes failed by the API server's proxy
-// (429, 500 or 409), 2 % done but answered 500, 10 % of its reads delayed.
+// (429, 500 and 409 in turn), 2 % done but answered 500, 10 % of its reads delayed.
 // Every task must end as its spec says, the same in both runs, with no job
 // created twice and nothing left past the TTL, and every kind of fault must
 // have fired (Faults).

@@ -49,7 +49,7 @@ type Options struct {
 	MaxCopies int
 	MaxDelay  time.Duration
 	// WriteFaultRate is the share of the handler's writes the API fault
-	// proxy answers itself with 429, 500 or 409.
+	// proxy answers itself with 429, 500 and 409 in turn.
 	WriteFaultRate float64
 	// LostAnswerRate is the share of the handler's writes the proxy passes
 	// on and then answers 500, as if the answer was lost.
@@ -255,7 +255,7 @@ type Fault struct {
 // Faults lists every kind of fault the chaos run injects, each with whether
 // o asks for it and how often it fired in r: events dropped, delivered more
 // than once, held back (so that they overtake each other); the handler
-// SIGKILLed; its writes answered 429, 500 or 409 by the API fault proxy, or
+// SIGKILLed; its writes answered 429, 500 and 409 by the API fault proxy, or
 // done and answered 500 (the answer lost); its reads delayed.
 func Faults(o Options, r *Result) []Fault {
 	return []Fault{

@@ -60,9 +60,10 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 		t.Fatal("the shared cluster runs without an audit log")
 	}
 	ctx := context.Background()
-	// Long enough for the first task to be read after its end; a later
-	// event of an ended task deletes it past its TTL, as the sweep does.
-	ttl := 15 * time.Second
+	// Long enough for the first task to be read after its end on a loaded
+	// machine: a later event of an ended task deletes it past its TTL, as
+	// the sweep does.
+	ttl := 30 * time.Second
 	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.TaskTTL = &ttl; c.KeepFailedPVC = true }})
 	api := newTESAPI(t, e, e.url)
 	// The comparison runs however the tour ends: a request refused for want
@@ -87,11 +88,6 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	// A TES task with an input, executors and an output.
 	done := api.create(demoTask("roles"))
 	api.waitState(done, steps.StateComplete, 60*time.Second)
-	e.waitFor("the outputs filer's uploaded files on its job", 20*time.Second, func() bool {
-		j, err := e.job(done + "-outputs-filer")
-		return err == nil && j.Annotations[taskmeta.AnnotationOutputFileLogs] != ""
-	})
-	e.waitFor("the PVC to be deleted", 20*time.Second, func() bool { return e.pvcGone(done) })
 	full := api.get(done, tes.ViewFull)
 	if ex := full["logs"].([]any)[0].(map[string]any)["logs"].([]any); len(ex) == 0 || ex[0].(map[string]any)["stdout"] == "" {
 		t.Errorf("FULL: no executor's stdout: %v", full["logs"])
@@ -99,6 +95,11 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	if code, body := api.do(http.MethodGet, "/tasks?view=BASIC", nil); code != http.StatusOK || !strings.Contains(string(body), done) {
 		t.Errorf("list BASIC: %d %s", code, body)
 	}
+	e.waitFor("the outputs filer's uploaded files on its job", 20*time.Second, func() bool {
+		j, err := e.job(done + "-outputs-filer")
+		return err == nil && j.Annotations[taskmeta.AnnotationOutputFileLogs] != ""
+	})
+	e.waitFor("the PVC to be deleted", 20*time.Second, func() bool { return e.pvcGone(done) })
 
 	// task.submitted with the task JSON, an executor that fails, the PVC
 	// kept.
@@ -138,7 +139,7 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 		return true
 	})
 	time.Sleep(ttl + time.Second)
-	e.waitFor("the ended tasks to be deleted past their TTL", 30*time.Second, func() bool {
+	e.waitFor("the ended tasks to be deleted past their TTL", ttl+30*time.Second, func() bool {
 		e.sweep()
 		for _, task := range tasks {
 			if _, code := e.view(task); code != http.StatusNotFound {

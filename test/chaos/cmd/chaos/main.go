@@ -25,7 +25,7 @@ func main() {
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the task set and of the faults")
 	flag.IntVar(&o.Kills, "kills", 3, "times the handler is SIGKILLed and restarted in the chaos run")
 	flag.Float64Var(&o.DropRate, "drop", 0.1, "share of events never delivered")
-	flag.Float64Var(&o.WriteFaultRate, "write-faults", 0.05, "share of the handler's writes answered 429, 500 or 409 by the API fault proxy")
+	flag.Float64Var(&o.WriteFaultRate, "write-faults", 0.05, "share of the handler's writes answered 429, 500 and 409 in turn by the API fault proxy")
 	flag.Float64Var(&o.LostAnswerRate, "lost-answers", 0.02, "share of the handler's writes done by the API server and answered 500 all the same")
 	flag.Float64Var(&o.ReadDelayRate, "read-delays", 0.1, "share of the handler's reads held back up to 300 ms by the API fault proxy")
 	flag.DurationVar(&o.TTL, "ttl", 0, "the handler's TASK_TTL_SECONDS (default 30s)")
