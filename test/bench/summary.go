@@ -368,9 +368,13 @@ func para(b *strings.Builder, text string) {
 	b.WriteString("\n")
 }
 
-// span is "2026-12-03 12:18–12:26 UTC", or with both dates across midnight.
+// span is "2026-12-03 12:18–12:26 UTC", one time within a minute, both
+// dates across midnight.
 func span(start, end time.Time) string {
 	start, end = start.UTC(), end.UTC()
+	if start.Format("2006-01-02 15:04") == end.Format("2006-01-02 15:04") {
+		return start.Format("2006-01-02 15:04") + " UTC"
+	}
 	if start.Format("2006-01-02") == end.Format("2006-01-02") {
 		return start.Format("2006-01-02 15:04") + "–" + end.Format("15:04") + " UTC"
 	}

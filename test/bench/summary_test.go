@@ -42,7 +42,7 @@ func TestSummaryMarkdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := run1203().Markdown(); got != string(want) {
+	if got := run1203().Markdown(); got != string(want) || !runLine.MatchString(strings.Join(strings.Fields(got), " ")) {
 		t.Errorf("Markdown() =\n%s\nwant\n%s", got, want)
 	}
 }
@@ -75,6 +75,9 @@ func TestSummaryMarkdownOfParts(t *testing.T) {
 			if !strings.HasPrefix(got, SummaryBlock.Begin+"\n") || !strings.HasSuffix(got, SummaryBlock.End+"\n") {
 				t.Errorf("not one block between the markers:\n%s", got)
 			}
+			if !runLine.MatchString(flat) {
+				t.Errorf("no run line:\n%s", got)
+			}
 			for _, w := range c.want {
 				if !strings.Contains(flat, w) {
 					t.Errorf("lacks %q:\n%s", w, got)
@@ -96,6 +99,8 @@ func TestNumbers(t *testing.T) {
 		{plural(1, "request"), "1 request"}, {plural(0, "request"), "0 requests"}, {plural(1.974, "request"), "1.97 requests"}, {plural(3, "API request"), "3 API requests"},
 		{loadText(1.44), "1.4"}, {loadText(9.94), "9.9"}, {loadText(9.96), "10"}, {loadText(21.3), "21"}, {loadRange(16.2, 21.3), "16–21"}, {loadRange(2, 2.04), "2.0"},
 		{mb(25293), "24.7"}, {secs(30*time.Second + 400*time.Millisecond), "30 s"},
+		{span(time.Date(2026, 12, 4, 17, 20, 1, 0, time.UTC), time.Date(2026, 12, 4, 17, 20, 59, 0, time.UTC)), "2026-12-04 17:20 UTC"},
+		{span(time.Date(2026, 12, 4, 17, 20, 1, 0, time.UTC), time.Date(2026, 12, 4, 17, 31, 0, 0, time.UTC)), "2026-12-04 17:20–17:31 UTC"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
