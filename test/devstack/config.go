@@ -57,9 +57,11 @@ func IsRBAC(o *unstructured.Unstructured) bool {
 	return false
 }
 
-// InNamespace returns copies of objs with each of their namespaces, the
-// RoleBindings' subjects' included, made ns, as a test deploys the
-// manifests into a namespace of its own.
+// InNamespace returns copies of objs with each of their namespaces made
+// ns, as a test deploys the platform's and the tasks' objects into one
+// namespace of its own: the objects', the RoleBindings' subjects', and the
+// namespaces an ApiServerSource's namespaceSelector selects. The
+// Namespace objects stay as they are.
 func InNamespace(objs []*unstructured.Unstructured, ns string) []*unstructured.Unstructured {
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
@@ -72,6 +74,13 @@ func InNamespace(objs []*unstructured.Unstructured, ns string) []*unstructured.U
 				if m, ok := s.(map[string]any); ok {
 					m["namespace"] = ns
 				}
+			}
+		}
+		if o.GetKind() == "ApiServerSource" {
+			if _, ok, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "namespaceSelector"); ok {
+				_ = unstructured.SetNestedField(o.Object, map[string]any{
+					"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns},
+				}, "spec", "namespaceSelector")
 			}
 		}
 		out = append(out, o)

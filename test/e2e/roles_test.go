@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -172,7 +173,20 @@ func checkRoles(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	required, err := rbacaudit.RequiredBySources(e.config)
+	// The namespaces a source's namespaceSelector selects, as Knative's
+	// controller lists them.
+	namespaces := func(sel labels.Selector) ([]string, error) {
+		list, err := e.c.Client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, n := range list.Items {
+			names = append(names, n.Name)
+		}
+		return names, nil
+	}
+	required, err := rbacaudit.RequiredBySources(e.config, namespaces)
 	if err != nil {
 		t.Fatal(err)
 	}

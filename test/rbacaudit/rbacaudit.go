@@ -13,7 +13,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
@@ -121,23 +124,64 @@ func Granted(objs []*unstructured.Unstructured) (map[Permission][]string, error)
 
 // WhyRequired is why the ApiServerSource controller requires the
 // permissions of RequiredBySources.
-const WhyRequired = "the ApiServerSource controller checks that the source's ServiceAccount may get, list and watch each of its resources " +
+const WhyRequired = "the ApiServerSource controller checks that the source's ServiceAccount may get, list and watch each of its resources in each of its namespaces " +
 	"(SubjectAccessReviews in knative.dev/eventing v0.50.0, pkg/reconciler/apiserversource/apiserversource.go, runAccessCheck) " +
 	"and does not run the adapter otherwise, whatever the adapter requests itself (its reflectors stream their lists as watches where the API server can)"
+
+// NamespaceLister lists the namespaces a label selector selects, as the
+// ApiServerSource controller does for a source's namespaceSelector.
+type NamespaceLister func(labels.Selector) ([]string, error)
+
+// ManifestNamespaces lists the Namespaces of objs that a selector selects,
+// by their labels and the name label Kubernetes gives every namespace.
+func ManifestNamespaces(objs []*unstructured.Unstructured) NamespaceLister {
+	return func(sel labels.Selector) ([]string, error) {
+		var out []string
+		for _, o := range objs {
+			if o.GetKind() != "Namespace" {
+				continue
+			}
+			l := labels.Set{"kubernetes.io/metadata.name": o.GetName()}
+			for k, v := range o.GetLabels() {
+				l[k] = v
+			}
+			if sel.Matches(l) {
+				out = append(out, o.GetName())
+			}
+		}
+		sort.Strings(out)
+		return out, nil
+	}
+}
 
 // RequiredBySources lists the permissions that the ApiServerSource
 // controller requires of each ApiServerSource of objs before it runs the
 // source's receive adapter, whether the adapter's requests use them or not:
-// get, list and watch of each resource, in the source's namespace, for its
-// ServiceAccount (WhyRequired).
-func RequiredBySources(objs []*unstructured.Unstructured) (map[Permission]string, error) {
+// get, list and watch of each resource, for the source's ServiceAccount,
+// in each namespace its namespaceSelector selects (listed by namespaces),
+// or in its own without one (WhyRequired).
+func RequiredBySources(objs []*unstructured.Unstructured, namespaces NamespaceLister) (map[Permission]string, error) {
 	out := map[Permission]string{}
 	for _, o := range objs {
 		if o.GetKind() != "ApiServerSource" {
 			continue
 		}
-		if _, ok, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "namespaceSelector"); ok {
-			return nil, fmt.Errorf("ApiServerSource %s: a namespaceSelector is not checked here", o.GetName())
+		where := []string{o.GetNamespace()}
+		if raw, ok, _ := unstructured.NestedMap(o.Object, "spec", "namespaceSelector"); ok {
+			var ls metav1.LabelSelector
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
+				return nil, fmt.Errorf("ApiServerSource %s: namespaceSelector: %w", o.GetName(), err)
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&ls)
+			if err != nil {
+				return nil, fmt.Errorf("ApiServerSource %s: namespaceSelector: %w", o.GetName(), err)
+			}
+			if where, err = namespaces(sel); err != nil {
+				return nil, fmt.Errorf("ApiServerSource %s: namespaces of %s: %w", o.GetName(), sel, err)
+			}
+			if len(where) == 0 {
+				return nil, fmt.Errorf("ApiServerSource %s: its namespaceSelector %s selects no namespace", o.GetName(), sel)
+			}
 		}
 		sa, _, _ := unstructured.NestedString(o.Object, "spec", "serviceAccountName")
 		if sa == "" {
@@ -154,8 +198,10 @@ func RequiredBySources(objs []*unstructured.Unstructured) (map[Permission]string
 			}
 			// The controller names the resource as this does.
 			gvr, _ := meta.UnsafeGuessKindToResource(gv.WithKind(kind))
-			for _, v := range []string{"get", "list", "watch"} {
-				out[Permission{ServiceAccount: o.GetNamespace() + "/" + sa, Namespace: o.GetNamespace(), Group: gv.Group, Resource: gvr.Resource, Verb: v}] = WhyRequired
+			for _, ns := range where {
+				for _, v := range []string{"get", "list", "watch"} {
+					out[Permission{ServiceAccount: o.GetNamespace() + "/" + sa, Namespace: ns, Group: gv.Group, Resource: gvr.Resource, Verb: v}] = WhyRequired
+				}
 			}
 		}
 	}

@@ -47,7 +47,7 @@ subjects: [{kind: ServiceAccount, name: handler, namespace: svc}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
-metadata: {name: source, namespace: svc}
+metadata: {name: source, namespace: tasks}
 rules:
 - apiGroups: [batch]
   resources: [jobs]
@@ -55,17 +55,27 @@ rules:
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
-metadata: {name: source, namespace: svc}
+metadata: {name: source, namespace: tasks}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: source}
-subjects: [{kind: ServiceAccount, name: source}]
+subjects: [{kind: ServiceAccount, name: source, namespace: svc}]
 ---
 apiVersion: sources.knative.dev/v1
 kind: ApiServerSource
 metadata: {name: events, namespace: svc}
 spec:
   serviceAccountName: source
+  namespaceSelector:
+    matchLabels: {kubernetes.io/metadata.name: tasks}
   resources:
   - {apiVersion: batch/v1, kind: Job}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: svc}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: tasks, labels: {tasks: "yes"}}
 `
 
 func decode(t *testing.T, y string) []*unstructured.Unstructured {
@@ -91,9 +101,9 @@ func TestGranted(t *testing.T) {
 		perm("svc/handler", "svc", "", "configmaps", "delete"):  {"Role svc/handler"},
 		perm("svc/handler", "svc", "", "pods/log", "get"):       {"Role svc/handler"},
 		perm("svc/handler", "tasks", "batch", "jobs", "create"): {"Role tasks/handler-tasks"},
-		perm("svc/source", "svc", "batch", "jobs", "get"):       {"Role svc/source"},
-		perm("svc/source", "svc", "batch", "jobs", "list"):      {"Role svc/source"},
-		perm("svc/source", "svc", "batch", "jobs", "watch"):     {"Role svc/source"},
+		perm("svc/source", "tasks", "batch", "jobs", "get"):     {"Role tasks/source"},
+		perm("svc/source", "tasks", "batch", "jobs", "list"):    {"Role tasks/source"},
+		perm("svc/source", "tasks", "batch", "jobs", "watch"):   {"Role tasks/source"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Granted =\n%v\nwant\n%v", got, want)
@@ -121,20 +131,35 @@ func TestGrantedRefusesWhatItCannotCheck(t *testing.T) {
 }
 
 func TestRequiredBySources(t *testing.T) {
-	got, err := RequiredBySources(decode(t, manifests))
+	objs := decode(t, manifests)
+	got, err := RequiredBySources(objs, ManifestNamespaces(objs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[Permission]string{}
 	for _, v := range []string{"get", "list", "watch"} {
-		want[perm("svc/source", "svc", "batch", "jobs", v)] = WhyRequired
+		want[perm("svc/source", "tasks", "batch", "jobs", v)] = WhyRequired
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RequiredBySources = %v, want %v", got, want)
 	}
-	pods, err := RequiredBySources(decode(t, "apiVersion: sources.knative.dev/v1\nkind: ApiServerSource\nmetadata: {name: s, namespace: ns1}\nspec:\n  resources: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: ConfigMap}]\n"))
+	// Without a namespaceSelector, the source's own namespace; the default
+	// ServiceAccount; core resources.
+	own := decode(t, "apiVersion: sources.knative.dev/v1\nkind: ApiServerSource\nmetadata: {name: s, namespace: ns1}\nspec:\n  resources: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: ConfigMap}]\n")
+	pods, err := RequiredBySources(own, ManifestNamespaces(own))
 	if err != nil || len(pods) != 6 || pods[perm("ns1/default", "ns1", "", "pods", "watch")] == "" || pods[perm("ns1/default", "ns1", "", "configmaps", "get")] == "" {
 		t.Errorf("core resources, the default ServiceAccount: %v, %v", pods, err)
+	}
+	// A selector by another label, of two namespaces.
+	two := decode(t, strings.Replace(manifests, "matchLabels: {kubernetes.io/metadata.name: tasks}", "matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [tasks, svc]}]", 1))
+	both, err := RequiredBySources(two, ManifestNamespaces(two))
+	if err != nil || len(both) != 6 || both[perm("svc/source", "svc", "batch", "jobs", "list")] == "" {
+		t.Errorf("a selector of two namespaces: %v, %v", both, err)
+	}
+	// A selector that selects nothing is an error, not nothing required.
+	none := decode(t, strings.Replace(manifests, "matchLabels: {kubernetes.io/metadata.name: tasks}", "matchLabels: {tasks: \"no\"}", 1))
+	if _, err := RequiredBySources(none, ManifestNamespaces(none)); err == nil {
+		t.Error("a namespaceSelector that selects no namespace: no error")
 	}
 }
 
@@ -151,8 +176,8 @@ func requests() []benchkit.AuditRequest {
 		{User: handler, Verb: "delete", Resource: "configmaps", Namespace: "svc", Name: "a", Code: 200},
 		{User: handler, Verb: "get", Resource: "pods/log", Namespace: "svc", Name: "p", Code: 200},
 		{User: handler, Verb: "create", Group: "batch", Resource: "jobs", Namespace: "tasks", Code: 201},
-		{User: source, Verb: "list", Group: "batch", Resource: "jobs", Namespace: "svc", Code: 200},
-		{User: source, Verb: "watch", Group: "batch", Resource: "jobs", Namespace: "svc"},
+		{User: source, Verb: "list", Group: "batch", Resource: "jobs", Namespace: "tasks", Code: 200},
+		{User: source, Verb: "watch", Group: "batch", Resource: "jobs", Namespace: "tasks"},
 		{User: handler, Verb: "get", URL: "/version", Code: 200},
 		// Not of these ServiceAccounts: left out.
 		{User: "system:admin", Verb: "delete", Resource: "secrets", Namespace: "svc"},
@@ -171,7 +196,7 @@ func verdict(t *testing.T, y string, reqs []benchkit.AuditRequest) Verdict {
 	if err != nil {
 		t.Fatal(err)
 	}
-	required, err := RequiredBySources(objs)
+	required, err := RequiredBySources(objs, ManifestNamespaces(objs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +210,8 @@ func TestUsed(t *testing.T) {
 		perm("svc/handler", "svc", "", "configmaps", "delete"):        1,
 		perm("svc/handler", "svc", "", "pods/log", "get"):             1,
 		perm("svc/handler", "tasks", "batch", "jobs", "create"):       1,
-		perm("svc/source", "svc", "batch", "jobs", "list"):            1,
-		perm("svc/source", "svc", "batch", "jobs", "watch"):           1,
+		perm("svc/source", "tasks", "batch", "jobs", "list"):          1,
+		perm("svc/source", "tasks", "batch", "jobs", "watch"):         1,
 		{ServiceAccount: "svc/handler", URL: "/version", Verb: "get"}: 1,
 	}
 	if !reflect.DeepEqual(used, want) {
@@ -201,7 +226,7 @@ func TestCompareAgrees(t *testing.T) {
 	if p := v.Problems(); len(p) != 0 {
 		t.Errorf("problems %q", p)
 	}
-	if len(v.Required) != 1 || v.Required[perm("svc/source", "svc", "batch", "jobs", "get")] == "" {
+	if len(v.Required) != 1 || v.Required[perm("svc/source", "tasks", "batch", "jobs", "get")] == "" {
 		t.Errorf("required and unused: %v, want the source's get", v.Required)
 	}
 	if len(v.ByDefault) != 1 {
@@ -238,7 +263,8 @@ func TestCompareFailsOnARequestNotGranted(t *testing.T) {
 		{benchkit.AuditRequest{User: handler, Verb: "list", Resource: "nodes", Code: 403}, "svc/handler: list /nodes cluster-wide"},
 		{benchkit.AuditRequest{User: handler, Verb: "get", URL: "/metrics", Code: 403}, "svc/handler: get /metrics"},
 		{benchkit.AuditRequest{User: "system:serviceaccount:svc:executor", Verb: "get", Resource: "pods", Namespace: "svc", Code: 403}, "svc/executor: get /pods in svc"},
-		{benchkit.AuditRequest{User: source, Verb: "get", Group: "batch", Resource: "jobs/status", Namespace: "svc", Code: 403}, "svc/source: get batch/jobs/status in svc"},
+		{benchkit.AuditRequest{User: source, Verb: "get", Group: "batch", Resource: "jobs/status", Namespace: "tasks", Code: 403}, "svc/source: get batch/jobs/status in tasks"},
+		{benchkit.AuditRequest{User: source, Verb: "list", Group: "batch", Resource: "jobs", Namespace: "svc", Code: 403}, "svc/source: list batch/jobs in svc"},
 	} {
 		p := verdict(t, manifests, append(requests(), c.req)).Problems()
 		if len(p) != 1 || !strings.Contains(p[0], c.want) {
@@ -252,7 +278,7 @@ func TestCompareFailsOnARequestNotGranted(t *testing.T) {
 func TestCompareFailsOnARequiredPermissionNotGranted(t *testing.T) {
 	noGet := strings.Replace(manifests, "verbs: [get, list, watch]", "verbs: [list, watch]", 1)
 	p := verdict(t, noGet, requests()).Problems()
-	if len(p) != 1 || !strings.Contains(p[0], "required, and granted by no Role: svc/source: get batch/jobs in svc") {
+	if len(p) != 1 || !strings.Contains(p[0], "required, and granted by no Role: svc/source: get batch/jobs in tasks") {
 		t.Errorf("problems %q", p)
 	}
 }
