@@ -49,13 +49,19 @@ import (
 //     TES API: the anchors listed (configmaps list), the jobs and pods
 //     listed, an executor's log read (jobs list, pods list, pods/log get);
 //   - task.submitted with the task JSON, an executor that fails,
-//     KEEP_FAILED_PVC: the handler creates the anchor (configmaps create)
-//     and releases the PVC from the task (persistentvolumeclaims patch);
+//     KEEP_FAILED_PVC: the handler creates the anchor (configmaps create,
+//     which only TRUST_EVENTS on asks for: a handler with the ConfigMap's
+//     default never creates one) and releases the PVC from the task
+//     (persistentvolumeclaims patch);
 //   - a running TES task cancelled through the TES API: it labels the
 //     anchor (configmaps patch), the handler deletes the running job (jobs
 //     delete);
 //   - sweeps past TASK_TTL_SECONDS: the anchors listed (configmaps list)
 //     and the ended tasks deleted (configmaps delete).
+//
+// So the handler runs with every setting that opens a path of its own on:
+// TRUST_EVENTS, KEEP_FAILED_PVC and TASK_TTL_SECONDS; the Role must allow
+// what any supported configuration asks for.
 func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	if auditLog == "" {
 		t.Fatal("the shared cluster runs without an audit log")
@@ -65,7 +71,7 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	// machine: a later event of an ended task deletes it past its TTL, as
 	// the sweep does.
 	ttl := 30 * time.Second
-	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.TaskTTL = &ttl; c.KeepFailedPVC = true }})
+	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.TaskTTL, c.KeepFailedPVC, c.TrustEvents = &ttl, true, true }})
 	api := newTESAPI(t, e, e.url)
 	// The comparison runs however the tour ends: a request refused for want
 	// of a permission is named even when the step that needed it failed.
