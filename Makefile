@@ -55,9 +55,13 @@ demo: cluster-bins build $(NODE_DEPS)
 	@status=0; $(GO) run ./test/dev -dir $(CLUSTER_DIR) -demo || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # Figures: step latency, handler time, API requests per step, sweep cost over
-# 1,000 and 10,000 tasks, events per second, cold start.
+# 1,000 and 10,000 tasks, events per second, cold start, and the polling
+# baseline's; the run ends with its summary as BENCHMARKS.md shows it.
+# BENCH_DOCS=1 also writes that summary into BENCHMARKS.md and the figures
+# README.md quotes from it into README.md (the blocks of make bench).
+BENCH_DOCS ?=
 bench: cluster-bins build
-	$(GO) run ./test/bench
+	$(GO) run ./test/bench $(if $(BENCH_DOCS),-summary BENCHMARKS.md -readme README.md)
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind

@@ -74,28 +74,29 @@ func BenchmarkFiler(b *testing.B) {
 	// The data: one big file and many small ones.
 	src := filepath.Join(work, "src")
 	big := filepath.Join(src, "big.bin")
-	os.MkdirAll(filepath.Join(src, "small"), 0o755)
-	f, _ := os.Create(big)
+	must(b, os.MkdirAll(filepath.Join(src, "small"), 0o755))
+	f, err := os.Create(big)
+	must(b, err)
 	if _, err := io.CopyN(f, rand.Reader, bigSize); err != nil {
 		b.Fatal(err)
 	}
-	f.Close()
+	must(b, f.Close())
 	var smallNames []string
 	buf := make([]byte, smallSize)
 	for i := range smallCount {
 		rand.Read(buf)
 		n := fmt.Sprintf("f%04d.dat", i)
 		smallNames = append(smallNames, n)
-		os.WriteFile(filepath.Join(src, "small", n), buf, 0o644)
+		must(b, os.WriteFile(filepath.Join(src, "small", n), buf, 0o644))
 	}
 
 	// HTTP: GET serves files of the server's directory, PUT stores them.
 	httpDir := filepath.Join(work, "http")
-	os.MkdirAll(httpDir, 0o755)
-	os.Link(big, filepath.Join(httpDir, "big.bin"))
-	os.MkdirAll(filepath.Join(httpDir, "small"), 0o755)
+	must(b, os.MkdirAll(httpDir, 0o755))
+	must(b, os.Link(big, filepath.Join(httpDir, "big.bin")))
+	must(b, os.MkdirAll(filepath.Join(httpDir, "small"), 0o755))
 	for _, n := range smallNames {
-		os.Link(filepath.Join(src, "small", n), filepath.Join(httpDir, "small", n))
+		must(b, os.Link(filepath.Join(src, "small", n), filepath.Join(httpDir, "small", n)))
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,33 +109,33 @@ func BenchmarkFiler(b *testing.B) {
 
 	// S3: the filer reads the mounted aws-secret's files.
 	awsDir := filepath.Join(work, "aws")
-	os.MkdirAll(awsDir, 0o755)
+	must(b, os.MkdirAll(awsDir, 0o755))
 	// awsConfig writes a config file for an endpoint and returns its path.
 	awsConfig := func(name, endpoint string) string {
 		p := filepath.Join(awsDir, name)
-		os.WriteFile(p, []byte("[default]\nregion = us-east-1\nendpoint_url = "+endpoint+"\n"), 0o600)
+		must(b, os.WriteFile(p, []byte("[default]\nregion = us-east-1\nendpoint_url = "+endpoint+"\n"), 0o600))
 		return p
 	}
 	filerAWS := awsConfig("config", s3srv.Endpoint)
-	os.WriteFile(filepath.Join(awsDir, "credentials"), []byte("[default]\naws_access_key_id = "+s3srv.AccessKey+"\naws_secret_access_key = "+s3srv.Secret+"\n"), 0o600)
+	must(b, os.WriteFile(filepath.Join(awsDir, "credentials"), []byte("[default]\naws_access_key_id = "+s3srv.AccessKey+"\naws_secret_access_key = "+s3srv.Secret+"\n"), 0o600))
 	bucket := s3srv.bucket(b)
 	sigv4 := []string{"--aws-sigv4", "aws:amz:us-east-1:s3", "--user", s3srv.AccessKey + ":" + s3srv.Secret, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"}
 
 	taskDir := filepath.Join(work, "task")
 	dlDir := filepath.Join(work, "curl-dl")
 	reset := func() {
-		os.RemoveAll(taskDir)
-		os.RemoveAll(dlDir)
-		os.MkdirAll(filepath.Join(taskDir, "data"), 0o755)
-		os.MkdirAll(dlDir, 0o755)
+		must(b, os.RemoveAll(taskDir))
+		must(b, os.RemoveAll(dlDir))
+		must(b, os.MkdirAll(filepath.Join(taskDir, "data"), 0o755))
+		must(b, os.MkdirAll(dlDir, 0o755))
 	}
 	// The task volume holds the sources for the uploads.
 	stage := func() {
 		reset()
-		os.Link(big, filepath.Join(taskDir, "data", "big.bin"))
-		os.MkdirAll(filepath.Join(taskDir, "data", "small"), 0o755)
+		must(b, os.Link(big, filepath.Join(taskDir, "data", "big.bin")))
+		must(b, os.MkdirAll(filepath.Join(taskDir, "data", "small"), 0o755))
 		for _, n := range smallNames {
-			os.Link(filepath.Join(src, "small", n), filepath.Join(taskDir, "data", "small", n))
+			must(b, os.Link(filepath.Join(src, "small", n), filepath.Join(taskDir, "data", "small", n)))
 		}
 	}
 
@@ -144,7 +145,7 @@ func BenchmarkFiler(b *testing.B) {
 	filer := func(mode string, task *taskspec.Task) measure {
 		raw, _ := json.Marshal(task)
 		tf := filepath.Join(work, "task.json")
-		os.WriteFile(tf, raw, 0o644)
+		must(b, os.WriteFile(tf, raw, 0o644))
 		cmd := exec.Command(bin, mode, "--file", tf)
 		cmd.Env = append(os.Environ(), "TESK_TASK_DIR="+taskDir, "AWS_CONFIG_FILE="+filerAWS,
 			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(awsDir, "credentials"), "AWS_EC2_METADATA_DISABLED=true", "DEBUG=")
@@ -159,7 +160,7 @@ func BenchmarkFiler(b *testing.B) {
 	// curl's config file for many transfers on one command.
 	curlConfig := func(name string, lines []string) string {
 		p := filepath.Join(work, name+".curl.conf")
-		os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		must(b, os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 		return p
 	}
 	exec1 := func(p string) string { return "/data/" + p }
@@ -499,7 +500,10 @@ func fileServer(dir string) http.Handler {
 		case http.MethodGet:
 			http.ServeFile(w, r, p)
 		case http.MethodPut:
-			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
 			f, err := os.Create(p)
 			if err != nil {
 				http.Error(w, err.Error(), 500)
@@ -516,4 +520,13 @@ func fileServer(dir string) http.Handler {
 			http.Error(w, "method", http.StatusMethodNotAllowed)
 		}
 	})
+}
+
+// must fails the benchmark on an error of its setup: figures of transfers
+// whose files were never made would measure errors.
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
 }

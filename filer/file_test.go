@@ -89,8 +89,8 @@ func TestFileURLsStayBelowBasePath(t *testing.T) {
 	opts, base := fileOptions(t)
 	outside := t.TempDir()
 	writeFile(t, filepath.Join(outside, "secret"), "secret")
-	os.Symlink(outside, filepath.Join(base, "escape"))
-	os.Symlink("../../../../../../../.."+outside, filepath.Join(base, "escape2"))
+	symlink(t, outside, filepath.Join(base, "escape"))
+	symlink(t, "../../../../../../../.."+outside, filepath.Join(base, "escape2"))
 	writeFile(t, inTask(opts, "/data/o"), "o")
 	for _, tc := range []struct {
 		url, want string
@@ -107,7 +107,7 @@ func TestFileURLsStayBelowBasePath(t *testing.T) {
 		task = newTask(nil, []taskspec.Output{{URL: tc.url, Path: "/data/o"}})
 		wantContains(t, "output error", runErr(t, ModeOutputs, task, opts), "outputs[0]", tc.want)
 	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+	if entries := readDir(t, outside); len(entries) != 1 {
 		t.Errorf("something was written outside the base path: %v", entries)
 	}
 	opts.HostBasePath, opts.ContainerBasePath = "", ""

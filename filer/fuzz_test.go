@@ -2,7 +2,6 @@ package filer
 
 import (
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -50,10 +49,12 @@ func FuzzPaths(f *testing.F) {
 		base := t.TempDir()
 		taskDir := filepath.Join(base, "task")
 		outside := filepath.Join(base, "outside")
-		os.MkdirAll(filepath.Join(taskDir, "data"), 0o755)
-		os.MkdirAll(outside, 0o755)
-		os.Symlink(outside, filepath.Join(taskDir, "data/link"))
-		os.Symlink("../../outside", filepath.Join(taskDir, "data/rel"))
+		// The setup must hold, or the check below that nothing was written
+		// outside would pass for want of an outside to write to.
+		mkdirAll(t, filepath.Join(taskDir, "data"))
+		mkdirAll(t, outside)
+		symlink(t, outside, filepath.Join(taskDir, "data/link"))
+		symlink(t, "../../outside", filepath.Join(taskDir, "data/rel"))
 
 		if hp, err := HostPath(taskDir, execPath); err == nil {
 			if hp != taskDir && !strings.HasPrefix(hp, taskDir+"/") {
@@ -68,7 +69,7 @@ func FuzzPaths(f *testing.F) {
 			target = path.Join(execPath, clean)
 		}
 		xfer := filepath.Join(base, "xfer")
-		os.MkdirAll(xfer, 0o755)
+		mkdirAll(t, xfer)
 		task := newTask([]taskspec.Input{{Content: "x", Path: target}}, []taskspec.Output{
 			{URL: "file:///xfer/p", Path: target, PathPrefix: taskspec.StaticDir(target)},
 		})
@@ -80,8 +81,7 @@ func FuzzPaths(f *testing.F) {
 				_, _ = o.URLFor(target)
 			}
 		}
-		entries, _ := os.ReadDir(outside)
-		if len(entries) != 0 {
+		if entries := readDir(t, outside); len(entries) != 0 {
 			t.Fatalf("%q (rel %q) wrote outside the task directory: %v", execPath, rel, entries)
 		}
 	})

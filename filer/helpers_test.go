@@ -64,6 +64,32 @@ func writeFile(t testing.TB, p, content string) {
 	}
 }
 
+// mkdirAll and symlink are test setup: an error there fails the test, so
+// that no check passes for want of what it checks against.
+func mkdirAll(t testing.TB, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t testing.TB, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readDir lists a directory a check looks into; an error fails the test.
+func readDir(t testing.TB, p string) []os.DirEntry {
+	t.Helper()
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
 func readFile(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)

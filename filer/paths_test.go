@@ -96,7 +96,7 @@ func TestResolve(t *testing.T) {
 		"data/out/upandover": "/../../data/in/real.txt",
 	}
 	for l, target := range links {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, l)), 0o755)
+		mkdirAll(t, filepath.Dir(filepath.Join(dir, l)))
 		if err := os.Symlink(target, filepath.Join(dir, l)); err != nil {
 			t.Fatal(err)
 		}
@@ -137,10 +137,13 @@ func TestGlob(t *testing.T) {
 	for _, f := range []string{"data/a/out.txt", "data/b/out.txt", "data/b/other.txt", "data/c/d/out.txt", "data/x.txt", "data/[lit]/out.txt"} {
 		writeFile(t, filepath.Join(dir, f), f)
 	}
-	os.MkdirAll(filepath.Join(dir, "data/dir.txt"), 0o755)
-	os.Symlink("/data/a/out.txt", filepath.Join(dir, "data/link.txt"))
-	os.Symlink("/nowhere", filepath.Join(dir, "data/dangling.txt"))
-	root, _ := os.OpenRoot(dir)
+	mkdirAll(t, filepath.Join(dir, "data/dir.txt"))
+	symlink(t, "/data/a/out.txt", filepath.Join(dir, "data/link.txt"))
+	symlink(t, "/nowhere", filepath.Join(dir, "data/dangling.txt"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer root.Close()
 	for _, tc := range []struct {
 		pattern     string
@@ -173,10 +176,8 @@ func TestInputsStayInTaskDir(t *testing.T) {
 	outside := t.TempDir()
 	for _, link := range []string{outside, "../../../../../../../../" + strings.TrimPrefix(outside, "/")} {
 		opts, _ := testOptions(t)
-		os.MkdirAll(inTask(opts, "/data"), 0o755)
-		if err := os.Symlink(link, inTask(opts, "/data/evil")); err != nil {
-			t.Fatal(err)
-		}
+		mkdirAll(t, inTask(opts, "/data"))
+		symlink(t, link, inTask(opts, "/data/evil"))
 		task := newTask([]taskspec.Input{{Content: "pwned", Path: "/data/evil/x"}}, nil)
 		msg := runErr(t, ModeInputs, task, opts)
 		wantContains(t, "error", msg, "inputs[0] /data/evil/x")
@@ -205,8 +206,8 @@ func TestOutputsStayInTaskDir(t *testing.T) {
 		// A link to a host path names an executor path that is not on the
 		// task volume: a FILE output is missing, the others skip it.
 		opts, _ := testOptions(t)
-		os.MkdirAll(inTask(opts, "/data/out"), 0o755)
-		os.Symlink(filepath.Join(outside, "credentials"), inTask(opts, "/data/out/creds"))
+		mkdirAll(t, inTask(opts, "/data/out"))
+		symlink(t, filepath.Join(outside, "credentials"), inTask(opts, "/data/out/creds"))
 		files, err := Run(t.Context(), ModeOutputs, newTask(nil, []taskspec.Output{tc.out}), opts)
 		if tc.name == "file" {
 			if err == nil {
@@ -219,8 +220,8 @@ func TestOutputsStayInTaskDir(t *testing.T) {
 		}
 		// A relative link that climbs out of the task directory is an error.
 		opts, _ = testOptions(t)
-		os.MkdirAll(inTask(opts, "/data/out"), 0o755)
-		os.Symlink("../../../../../../../../"+strings.TrimPrefix(outside, "/")+"/credentials", inTask(opts, "/data/out/creds"))
+		mkdirAll(t, inTask(opts, "/data/out"))
+		symlink(t, "../../../../../../../../"+strings.TrimPrefix(outside, "/")+"/credentials", inTask(opts, "/data/out/creds"))
 		_, err = Run(t.Context(), ModeOutputs, newTask(nil, []taskspec.Output{tc.out}), opts)
 		if err == nil {
 			t.Errorf("%s: escaping link: no error", tc.name)

@@ -81,7 +81,7 @@ func TestS3Directories(t *testing.T) {
 		if fi, err := os.Stat(inTask(opts, d)); err != nil || !fi.IsDir() {
 			t.Errorf("directory marker %s: %v", d, err)
 		}
-		if names, _ := os.ReadDir(inTask(opts, d)); len(names) != 0 {
+		if names := readDir(t, inTask(opts, d)); len(names) != 0 {
 			t.Errorf("%s holds %d entries, want none", d, len(names))
 		}
 	}

@@ -65,7 +65,7 @@ func TestInputsFromGzipFile(t *testing.T) {
 		{URL: srv.URL + "/remote.txt", Path: "/data/remote.txt"},
 	}, nil)
 	gz := filepath.Join(t.TempDir(), "JSON_INPUT.gz")
-	os.WriteFile(gz, taskspec.Gzip(raw), 0o644)
+	writeFile(t, gz, taskspec.Gzip(raw))
 	code, stdout, stderr := runCLI(t, "", "inputs", "--file", gz, "--task-dir", dir)
 	if code != 0 || stdout != "" || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
@@ -81,8 +81,7 @@ func TestInputsFromGzipFile(t *testing.T) {
 func TestOutputsLine(t *testing.T) {
 	srv, got := putServer(t)
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "data/out"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data/out/a.txt"), []byte("aaa"), 0o644)
+	writeFile(t, filepath.Join(dir, "data/out/a.txt"), []byte("aaa"))
 	raw := taskJSON(t, nil, []taskspec.Output{
 		{URL: srv.URL + "/a.txt", Path: "/data/out/a.txt"},
 		{URL: srv.URL + "/all", Path: "/data/out/*.txt", PathPrefix: "/data/out"},
@@ -197,8 +196,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data/o"), []byte("o"), 0o644)
+	writeFile(t, filepath.Join(dir, "data/o"), []byte("o"))
 	srv, _ := putServer(t)
 	raw := taskJSON(t, nil, []taskspec.Output{{URL: srv.URL + "/o", Path: "/data/o"}, {URL: srv.URL + "/m", Path: "/data/missing"}})
 	cmd := exec.Command(bin, "outputs", "--task-dir", dir, string(raw))
@@ -217,8 +215,18 @@ func writeTemp(t *testing.T, b []byte) string { return writeTempName(t, "task.js
 
 func writeTempName(t *testing.T, name string, b []byte) string {
 	p := filepath.Join(t.TempDir(), name)
+	writeFile(t, p, b)
+	return p
+}
+
+// writeFile writes a file of the test's setup, with its directory; an error
+// fails the test.
+func writeFile(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }

@@ -291,7 +291,11 @@ func TestWriteArchiveBadNamesWriteNothing(t *testing.T) {
 			t.Errorf("names %q: no error", refs)
 		}
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 0 {
 		t.Errorf("a failed write left %v", ents)
 	}
 }

@@ -171,6 +171,10 @@ func benchPollingSteps(ctx context.Context, c *cluster.Cluster) error {
 	elapsed := time.Since(start)
 	lat := times.gaps(*flagTasks, *flagExecutors, name)
 	figures.pollGaps = lat
+	if sum.Baseline == nil {
+		sum.Baseline = &BaselineSummary{}
+	}
+	sum.Baseline.Gap = pcts(lat)
 	fmt.Printf("== Polling baseline, steps: the same %d tasks of %d executors, a poller per task (own client, GET job + GET own object every %s), all at once; %.1fs, %d API requests\n",
 		*flagTasks, *flagExecutors, *flagPollInterval, elapsed.Seconds(), requests.Load())
 	fmt.Printf("step latency (job's terminal condition seen -> next job added, both by one watch), %d steps:\n  %s\n\n", len(lat), pct(lat))
@@ -269,6 +273,11 @@ func benchPollingWaiting(ctx context.Context, c *cluster.Cluster, waiting int) e
 	kept := int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)
 	perMin := float64(n) / float64(k) / window.Minutes()
 	perTaskKiB := float64(kept) / float64(k) / 1024
+	if sum.Baseline == nil {
+		sum.Baseline = &BaselineSummary{}
+	}
+	bl := sum.Baseline
+	bl.Pollers, bl.Window, bl.PerMinute, bl.KeptKiB, bl.GoroutinesPerPoller = k, window, perMin, perTaskKiB, goroutinesPer
 
 	fmt.Printf("== Polling baseline, waiting tasks: %d pollers of running jobs, counted for %s\n", k, window.Round(time.Second))
 	fmt.Printf("  API requests per task-minute: %.1f (GETs)\n", perMin)

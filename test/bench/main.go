@@ -54,7 +54,12 @@ var (
 	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to the environment of bin/handler run as a process (e.g. GOMEMLIMIT=40MiB GODEBUG=gctrace=1)")
 	flagSkipSteps  = flag.Bool("skip-steps", false, "skip the step benchmark")
 	flagOnly       = flag.String("only", "", "run one part only: tes")
+	flagSummary    = flag.String("summary", "", "also write the run's summary, as BENCHMARKS.md shows it, into this file: its block between the summary's markers (BENCHMARKS.md), or the block alone if the file does not exist")
+	flagReadme     = flag.String("readme", "", "also write the figures README.md quotes from the run into this file's block between the headline's markers (README.md)")
 )
+
+// sum collects the run's figures for its summary.
+var sum Summary
 
 func main() {
 	flag.Parse()
@@ -67,6 +72,87 @@ func main() {
 func run() error {
 	ctx := context.Background()
 	fmt.Printf("machine: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
+	begin := time.Now()
+	sum = Summary{Start: begin, Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Command: commandLine()}
+	stopLoad, err := sampleLoad(&sum, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := benchAll(ctx); err != nil {
+		return err
+	}
+	stopLoad()
+	sum.End = time.Now()
+	fmt.Printf("== Summary, as BENCHMARKS.md shows it\n\n%s", sum.Markdown())
+	for _, w := range []struct {
+		path  string
+		block Block
+		text  string
+	}{{*flagSummary, SummaryBlock, sum.Markdown()}, {*flagReadme, HeadlineBlock, sum.Headline()}} {
+		if w.path == "" {
+			continue
+		}
+		if err := w.block.Write(w.path, w.text); err != nil {
+			return err
+		}
+		fmt.Printf("\nwritten into %s\n", w.path)
+	}
+	return nil
+}
+
+// commandLine is how the run was started, as the summary names it.
+func commandLine() string {
+	var args []string
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name != "summary" && f.Name != "readme" {
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	if len(args) == 0 && os.Getenv("MAKELEVEL") != "" {
+		return "`make bench`"
+	}
+	return "`" + strings.Join(append([]string{"go run ./test/bench"}, args...), " ") + "`"
+}
+
+// sampleLoad records the 1-minute load average now and every interval
+// into s's extremes, until the returned function is called.
+func sampleLoad(s *Summary, interval time.Duration) (func(), error) {
+	var mu sync.Mutex
+	record := func() error {
+		l, err := loadAverage()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if s.LoadMax == 0 && s.LoadMin == 0 {
+			s.LoadMin, s.LoadMax = l, l
+		}
+		s.LoadMin, s.LoadMax = min(s.LoadMin, l), max(s.LoadMax, l)
+		return nil
+	}
+	if err := record(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = record()
+			}
+		}
+	}()
+	return func() { close(done); <-stopped; _ = record() }, nil
+}
+
+func benchAll(ctx context.Context) error {
 	begin := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{NodeCPU: "100000", NodePods: "100000"})
 	if err != nil {
@@ -180,6 +266,13 @@ func (in *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(rec.Body.Bytes())
 }
 
+// The kinds of event the summary gives the handler's time of.
+const (
+	kindIgnored    = "ignored (job running, pod starting)"
+	kindSubmit     = "task.submitted (PVC-less: first executor)"
+	kindCreateNext = "step: next job created"
+)
+
 // classify names what an event did: ignored, a step that created a job, a
 // step that only looked, ...
 func classify(typ string, body []byte) string {
@@ -192,15 +285,15 @@ func classify(typ string, body []byte) string {
 	_ = json.Unmarshal(body, &res)
 	switch {
 	case res.Ignored != "":
-		return "ignored (job running, pod starting)"
+		return kindIgnored
 	case typ == "task.submitted":
-		return "task.submitted (PVC-less: first executor)"
+		return kindSubmit
 	case typ == "dev.knative.sources.ping":
 		return "sweep"
 	}
 	for _, a := range res.Actions {
 		if a.Kind == string(steps.CreateJob) {
-			return "step: next job created"
+			return kindCreateNext
 		}
 	}
 	if len(res.Actions) > 0 {
@@ -279,6 +372,8 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 
 	lat := times.gaps(*flagTasks, *flagExecutors, func(i int) string { return fmt.Sprintf("bench-%04d", i) })
 	figures.stepGaps = lat
+	stepSum := &StepsSummary{Tasks: *flagTasks, Executors: *flagExecutors, Parallel: *flagParallel, Gap: pcts(lat)}
+	sum.Steps = stepSum
 
 	fmt.Printf("== Steps: %d tasks of %d executors (no PVC), %d at once, fed by the ApiServerSource adapter; %.1fs\n",
 		*flagTasks, *flagExecutors, *flagParallel, elapsed.Seconds())
@@ -299,6 +394,15 @@ func benchSteps(ctx context.Context, c *cluster.Cluster) error {
 			reqs = append(reqs, s.requests)
 		}
 		fmt.Printf("  %-42s n=%-5d time %s  requests %s\n", k, len(ss), pct(ds), ipct(reqs))
+		f := EventFigure{N: len(ss), P50: median(ds), Requests: medianInt(reqs)}
+		switch k {
+		case kindCreateNext:
+			stepSum.CreateNext = f
+		case kindIgnored:
+			stepSum.Ignored = f
+		case kindSubmit:
+			stepSum.Submit = f
+		}
 	}
 	in.mu.Unlock()
 	fmt.Println()
@@ -409,6 +513,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 			figures.sweepRequests = map[int]int64{}
 		}
 		figures.sweepRequests[n] = medianInt(reqs)
+		sum.Sweeps = append(sum.Sweeps, SweepSummary{Tasks: n, InProcess: median(ds), Requests: medianInt(reqs)})
 		fmt.Printf("  %6d tasks: sweep %s  API requests %s  tasks stepped %s  allocated MiB %s\n", n, pct(ds), ipct(reqs), ipct(lists), ipct(heap))
 		if err := sweepHandlerProcess(c, ns, n); err != nil {
 			return 0, err
@@ -426,8 +531,9 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 		task := fmt.Sprintf("wait-%05d", i%have)
 		return []byte(fmt.Sprintf(`{"task":%q,"job":"%s-ex-00"}`, task, task))
 	})
+	ls := &LoadSummary{Senders: 64, NothingDue: float64(n) / flagDuration.Seconds(), NothingDueReqs: round2(float64(in.requests.Load()-before) / float64(max(n, 1)))}
 	fmt.Printf("  job.finished, nothing due (GET anchor + GET job): %.0f events/s, %.2f API requests per event, %d errors\n",
-		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
+		ls.NothingDue, ls.NothingDueReqs, errs)
 	running, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "wait-00000-ex-00", metav1.GetOptions{})
 	if err != nil {
 		return 0, err
@@ -436,8 +542,10 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 	obj, _ := json.Marshal(running)
 	before = in.requests.Load()
 	n, errs = load(hs.URL, "dev.knative.apiserver.resource.update", func(int) []byte { return obj })
+	ls.Ignored, ls.IgnoredReqs = float64(n)/flagDuration.Seconds(), round2(float64(in.requests.Load()-before)/float64(max(n, 1)))
+	sum.Load = ls
 	fmt.Printf("  ApiServerSource update of a running job (ignored):   %.0f events/s, %.2f API requests per event, %d errors\n\n",
-		float64(n)/flagDuration.Seconds(), float64(in.requests.Load()-before)/float64(max(n, 1)), errs)
+		ls.Ignored, ls.IgnoredReqs, errs)
 	return have, nil
 }
 
@@ -558,6 +666,8 @@ func benchColdStart(ctx context.Context, c *cluster.Cluster) error {
 		}
 		ds = append(ds, d)
 	}
+	p := pcts(ds)
+	sum.Cold = &ColdStartSummary{Starts: len(ds), P50: p.P50, P90: p.P90}
 	fmt.Printf("== Cold start: exec of bin/handler to /readyz answering 200, %d starts\n  %s\n", len(ds), pct(ds))
 	return nil
 }
@@ -620,6 +730,12 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 		figures.peakKiB, figures.readyKiB = map[int]int64{}, map[int]int64{}
 	}
 	figures.peakKiB[n], figures.readyKiB[n] = peak, startRSS
+	for i := range sum.Sweeps {
+		if sum.Sweeps[i].Tasks == n {
+			sw := &sum.Sweeps[i]
+			sw.Process, sw.ReadyKiB, sw.PeakKiB, sw.ProcessMeasured = median(ds), startRSS, peak, true
+		}
+	}
 	fmt.Printf("  %6d tasks, bin/handler as a process: sweep %s  RSS at ready %.1f MB, peak %.1f MB\n", n, pct(ds), float64(startRSS)/1024, float64(peak)/1024)
 	return nil
 }

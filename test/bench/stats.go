@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -53,3 +54,7 @@ func sortedKeys[V any](m map[int]V) []int {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// round2 rounds to two decimals, as the summary gives API requests per
+// event.
+func round2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -161,6 +161,10 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 		}
 	}
 	fmt.Printf("  list MINIMAL (256 of %d): %s  API requests %s\n", n, pct(listMin.ds), ipct(listMin.requests))
+	fig := func(f figure) EventFigure {
+		return EventFigure{N: len(f.ds), P50: median(f.ds), Requests: medianInt(f.requests), KiB: medianInt(f.bytes)}
+	}
+	sum.TES = &TESSummary{Tasks: n, Create: fig(create), GetMinimal: fig(getMin), GetFull: fig(getFull), ListMinimal: fig(listMin)}
 
 	// A namespace of many tasks: anchors as the TES API writes them, created
 	// directly (faster than through the API; the same objects).
@@ -170,6 +174,8 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	fmt.Printf("\n== TES API: a page of 256 in a namespace of %d tasks (created in %.1fs)\n", total, time.Since(begin).Seconds())
+	page := &TESPageSummary{Tasks: total}
+	sum.TESPage = page
 	for _, v := range []string{tes.ViewMinimal, tes.ViewBasic} {
 		var f figure
 		for i := 0; i < 7; i++ {
@@ -182,6 +188,11 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 			}
 		}
 		fmt.Printf("  list %-7s: %s  API requests %s  KiB read %s\n", v, pct(f.ds), ipct(f.requests), ipct(f.bytes))
+		if v == tes.ViewMinimal {
+			page.Minimal = fig(f)
+		} else {
+			page.Basic = fig(f)
+		}
 	}
 	var filtered figure
 	for i := 0; i < 7; i++ {

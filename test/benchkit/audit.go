@@ -30,11 +30,25 @@ func AuditPolicy(users []string) string {
 	return b.String()
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event that is counted.
+// ServiceAccountsPolicy logs, at level Metadata, the requests of every
+// ServiceAccount: once when a watch (or another long request) starts, once
+// when a request's answer is complete.
+const ServiceAccountsPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, Panic]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+`
+
+// auditEvent is the part of an audit.k8s.io/v1 Event that is read.
 type auditEvent struct {
-	Stage string `json:"stage"`
-	Verb  string `json:"verb"`
-	User  struct {
+	AuditID    string `json:"auditID"`
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef *struct {
@@ -42,6 +56,7 @@ type auditEvent struct {
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
 		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
@@ -118,4 +133,67 @@ func (c AuditCounts) Keys() []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// AuditRequest is one request of an audit log.
+type AuditRequest struct {
+	User string
+	Verb string
+	// Group, Resource ("pods/log" with its subresource), Namespace and
+	// Name are the object's; Resource is empty for a request without an
+	// object (a non-resource URL such as /version), whose path is URL.
+	Group, Resource, Namespace, Name string
+	URL                              string
+	// Code is the answer's status, 0 if the log holds none (a watch that
+	// had not ended).
+	Code int
+}
+
+// ReadAudit reads a JSON-lines audit log and returns each request once (by
+// its audit ID, from its ResponseStarted or ResponseComplete event, the
+// latter's answer winning) for which keep says yes, in the order of their
+// first event. A line that is not an audit event is an error.
+func ReadAudit(r io.Reader, keep func(AuditRequest) bool) ([]AuditRequest, error) {
+	var out []AuditRequest
+	index := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return out, fmt.Errorf("audit log line %d: %w", line, err)
+		}
+		if ev.Stage != "ResponseStarted" && ev.Stage != "ResponseComplete" {
+			continue
+		}
+		req := AuditRequest{User: ev.User.Username, Verb: ev.Verb, URL: ev.RequestURI}
+		if o := ev.ObjectRef; o != nil {
+			req.Group, req.Resource, req.Namespace, req.Name = o.APIGroup, o.Resource, o.Namespace, o.Name
+			if o.Subresource != "" {
+				req.Resource += "/" + o.Subresource
+			}
+		}
+		if ev.ResponseStatus != nil {
+			req.Code = ev.ResponseStatus.Code
+		}
+		if i, seen := index[ev.AuditID]; seen && ev.AuditID != "" {
+			if req.Code != 0 {
+				out[i].Code = req.Code
+			}
+			continue
+		}
+		if !keep(req) {
+			continue
+		}
+		if ev.AuditID != "" {
+			index[ev.AuditID] = len(out)
+		}
+		out = append(out, req)
+	}
+	return out, sc.Err()
 }

@@ -77,3 +77,46 @@ func TestAuditFlagsKeepOneFile(t *testing.T) {
 		}
 	}
 }
+
+func TestReadAudit(t *testing.T) {
+	sa := "system:serviceaccount:ns-1:tesk-handler"
+	log := strings.Join([]string{
+		// A request: its ResponseComplete only.
+		`{"auditID":"a","stage":"ResponseComplete","verb":"get","requestURI":"/api/v1/namespaces/ns-1/configmaps/t","user":{"username":"` + sa + `"},"objectRef":{"resource":"configmaps","namespace":"ns-1","name":"t","apiVersion":"v1"},"responseStatus":{"code":200}}`,
+		// A watch: started, then complete; one request, the answer of the end.
+		`{"auditID":"w","stage":"ResponseStarted","verb":"watch","requestURI":"/apis/batch/v1/namespaces/ns-1/jobs?watch=true","user":{"username":"` + sa + `"},"objectRef":{"resource":"jobs","namespace":"ns-1","apiGroup":"batch","apiVersion":"v1"},"responseStatus":{"code":200}}`,
+		`{"auditID":"w","stage":"ResponseComplete","verb":"watch","requestURI":"/apis/batch/v1/namespaces/ns-1/jobs?watch=true","user":{"username":"` + sa + `"},"objectRef":{"resource":"jobs","namespace":"ns-1","apiGroup":"batch","apiVersion":"v1"},"responseStatus":{"code":500}}`,
+		// A watch still open: no answer yet.
+		`{"auditID":"o","stage":"ResponseStarted","verb":"watch","user":{"username":"` + sa + `"},"objectRef":{"resource":"pods","namespace":"ns-1"}}`,
+		// A subresource, denied.
+		`{"auditID":"l","stage":"ResponseComplete","verb":"get","user":{"username":"` + sa + `"},"objectRef":{"resource":"pods","subresource":"log","namespace":"ns-1","name":"p"},"responseStatus":{"code":403}}`,
+		// A non-resource URL.
+		`{"auditID":"v","stage":"ResponseComplete","verb":"get","requestURI":"/version","user":{"username":"` + sa + `"},"responseStatus":{"code":200}}`,
+		// Left out: RequestReceived, and what keep refuses.
+		`{"auditID":"r","stage":"RequestReceived","verb":"get","user":{"username":"` + sa + `"},"objectRef":{"resource":"secrets","namespace":"ns-1"}}`,
+		`{"auditID":"x","stage":"ResponseComplete","verb":"create","user":{"username":"system:admin"},"objectRef":{"resource":"jobs","namespace":"ns-1","apiGroup":"batch"},"responseStatus":{"code":201}}`,
+		``,
+	}, "\n")
+	got, err := ReadAudit(strings.NewReader(log), func(r AuditRequest) bool { return r.User == sa })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []AuditRequest{
+		{User: sa, Verb: "get", Resource: "configmaps", Namespace: "ns-1", Name: "t", URL: "/api/v1/namespaces/ns-1/configmaps/t", Code: 200},
+		{User: sa, Verb: "watch", Group: "batch", Resource: "jobs", Namespace: "ns-1", URL: "/apis/batch/v1/namespaces/ns-1/jobs?watch=true", Code: 500},
+		{User: sa, Verb: "watch", Resource: "pods", Namespace: "ns-1"},
+		{User: sa, Verb: "get", Resource: "pods/log", Namespace: "ns-1", Name: "p", Code: 403},
+		{User: sa, Verb: "get", URL: "/version", Code: 200},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ReadAudit = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("request %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := ReadAudit(strings.NewReader("{}\nnot json\n"), func(AuditRequest) bool { return true }); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("err = %v, want an error naming line 2", err)
+	}
+}

@@ -2,18 +2,21 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
 
 // APIFaultProxy sits in front of the Kubernetes API server. It answers a
 // WriteFaultRate share of writes (POST, PUT, PATCH, DELETE) itself with 429
-// (with Retry-After), 500 or 409 without forwarding them, delays a
+// (with Retry-After), 500 and 409 in turn, so that a few faults are enough
+// for each answer to be given, without forwarding them; it delays a
 // ReadDelayRate share of reads by up to MaxReadDelay, and forwards all other
 // requests, credentials included, to the API server through Transport. A
 // LostAnswerRate share of writes is forwarded and done, and then answered
@@ -29,6 +32,8 @@ type APIFaultProxy struct {
 	mu          sync.Mutex
 	rng         *rand.Rand
 	faulted     map[string]int // "VERB code" -> count
+	lost        map[string]int // VERB -> count
+	faults      int            // the writes answered so far, for the turn of the codes
 	writes      int
 	delayed     int
 	proxyErrors int
@@ -44,6 +49,7 @@ func NewAPIFaultProxy(target *url.URL, transport http.RoundTripper, seed uint64)
 		proxy:   rp,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)),
 		faulted: map[string]int{},
+		lost:    map[string]int{},
 	}
 	// A request its client gave up on (a killed handler, a step's timeout)
 	// is counted, not logged.
@@ -67,11 +73,12 @@ func (p *APIFaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code, lost := 0, false
 		switch x := p.rng.Float64(); {
 		case x < p.WriteFaultRate:
-			code = faultCodes[p.rng.IntN(len(faultCodes))]
+			code = faultCodes[p.faults%len(faultCodes)]
+			p.faults++
 			p.faulted[fmt.Sprintf("%s %d", r.Method, code)]++
 		case x < p.WriteFaultRate+p.LostAnswerRate:
 			lost = true
-			p.faulted[r.Method+" done, answered 500"]++
+			p.lost[r.Method]++
 		}
 		p.mu.Unlock()
 		if code != 0 {
@@ -112,9 +119,14 @@ func writeStatus(w http.ResponseWriter, code int) {
 
 // APIFaultCounts are the figures of an APIFaultProxy.
 type APIFaultCounts struct {
-	Writes     int
-	Faulted    map[string]int
-	ReadsDelay int
+	Writes int
+	// Faulted counts the writes the proxy answered itself, by "VERB code"
+	// ("PATCH 409").
+	Faulted map[string]int
+	// LostAnswers counts, by verb, the writes passed on and done, then
+	// answered 500.
+	LostAnswers map[string]int
+	ReadsDelay  int
 	// ProxyErrors are requests that did not reach the API server or whose
 	// answer did not reach the client (the client had gone).
 	ProxyErrors int
@@ -124,9 +136,27 @@ type APIFaultCounts struct {
 func (p *APIFaultProxy) Counts() APIFaultCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f := make(map[string]int, len(p.faulted))
-	for k, v := range p.faulted {
-		f[k] = v
+	return APIFaultCounts{Writes: p.writes, Faulted: maps.Clone(p.faulted), LostAnswers: maps.Clone(p.lost),
+		ReadsDelay: p.delayed, ProxyErrors: p.proxyErrors}
+}
+
+// ByCode sums the writes the proxy answered itself with code, whatever
+// their verb.
+func (c APIFaultCounts) ByCode(code int) int {
+	n := 0
+	for k, v := range c.Faulted {
+		if strings.HasSuffix(k, fmt.Sprintf(" %d", code)) {
+			n += v
+		}
 	}
-	return APIFaultCounts{Writes: p.writes, Faulted: f, ReadsDelay: p.delayed, ProxyErrors: p.proxyErrors}
+	return n
+}
+
+// Lost sums the lost answers of every verb.
+func (c APIFaultCounts) Lost() int {
+	n := 0
+	for _, v := range c.LostAnswers {
+		n += v
+	}
+	return n
 }

@@ -71,13 +71,15 @@ func TestAPIFaultProxyFaultsWritesAndForwardsTheRest(t *testing.T) {
 	}
 
 	cnt := p.Counts()
-	total, lost := 0, 0
-	for k, v := range cnt.Faulted {
-		if strings.HasSuffix(k, " done, answered 500") {
-			lost += v
-		} else {
-			total += v
-		}
+	total, lost := 0, cnt.Lost()
+	for _, v := range cnt.Faulted {
+		total += v
+	}
+	if byCode := cnt.ByCode(429) + cnt.ByCode(500) + cnt.ByCode(409); byCode != total {
+		t.Errorf("faults by code %d, %d, %d: %d in all, want %d", cnt.ByCode(429), cnt.ByCode(500), cnt.ByCode(409), byCode, total)
+	}
+	if len(cnt.LostAnswers) != 4 {
+		t.Errorf("lost answers by verb %v, want each of the 4 write verbs", cnt.LostAnswers)
 	}
 	// A lost answer's write was done: it reached the API server.
 	if cnt.Writes != n || int(backendWrites.Load()) != n-total {
@@ -96,6 +98,10 @@ func TestAPIFaultProxyFaultsWritesAndForwardsTheRest(t *testing.T) {
 	}
 	if len(faults) != 3 {
 		t.Errorf("not all fault codes seen: %v", faults)
+	}
+	// The codes come in turn: their counts differ by at most one.
+	if c := []int{cnt.ByCode(429), cnt.ByCode(500), cnt.ByCode(409)}; max(c[0], c[1], c[2])-min(c[0], c[1], c[2]) > 1 {
+		t.Errorf("codes 429, 500, 409 answered %v times: not in turn", c)
 	}
 	if backendReads.Load() != 100 || cnt.ReadsDelay == 0 {
 		t.Errorf("reads forwarded %d, delayed %d", backendReads.Load(), cnt.ReadsDelay)

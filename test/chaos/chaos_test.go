@@ -16,8 +16,10 @@ import (
 // TestChaos is make chaos in short: 30 tasks, clean and then with events
 // dropped (10 %), delivered up to 3 times within 2 s, the handler SIGKILLed
 // and restarted 3 times, 5 % of its writes failed by the API server's proxy
-// and 2 % done but answered 500. Every task must end as its spec says, the same in both runs, with
-// no job created twice and nothing left past the TTL.
+// (429, 500 and 409 in turn), 2 % done but answered 500, 10 % of its reads delayed.
+// Every task must end as its spec says, the same in both runs, with no job
+// created twice and nothing left past the TTL, and every kind of fault must
+// have fired (Faults).
 func TestChaos(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -32,7 +34,8 @@ func TestChaos(t *testing.T) {
 	var out bytes.Buffer
 	o := Options{
 		Root: root, Handler: filepath.Join(bin, "handler"), TES: filepath.Join(bin, "tes"), Dir: t.TempDir(),
-		Tasks: 30, Seed: 7, Kills: 3, DropRate: 0.1, WriteFaultRate: 0.05, LostAnswerRate: 0.02, Timeout: 8 * time.Minute, Out: &out,
+		Tasks: 30, Seed: 7, Kills: 3, DropRate: 0.1, WriteFaultRate: 0.05, LostAnswerRate: 0.02, ReadDelayRate: 0.1,
+		Timeout: 8 * time.Minute, Out: &out,
 	}
 	rep, err := Run(context.Background(), o)
 	t.Log(out.String())

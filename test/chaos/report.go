@@ -40,6 +40,7 @@ func (r *Report) Print(w io.Writer) {
 	for _, k := range faultKinds(runs) {
 		row("  answered "+k+" by the proxy", func(x *Result) string { return fmt.Sprint(x.API.Faulted[k]) })
 	}
+	row("  done, then answered 500 (answer lost)", func(x *Result) string { return fmt.Sprint(x.API.Lost()) })
 	row("  reads delayed", func(x *Result) string { return fmt.Sprint(x.API.ReadsDelay) })
 	row("  requests the client gave up on", func(x *Result) string { return fmt.Sprint(x.API.ProxyErrors) })
 	row("sweeps posted / not answered 200", func(x *Result) string { return fmt.Sprintf("%d / %d", x.Sweeps, x.SweepsFailed) })
@@ -57,6 +58,14 @@ func (r *Report) Print(w io.Writer) {
 		return fmt.Sprintf("%d / %d", len(x.PVCsLeft), x.PVCsTerminating)
 	})
 	row("objects of the tasks left past the TTL", func(x *Result) string { return fmt.Sprint(len(x.Left)) })
+	fmt.Fprintf(w, "\n  faults of the chaos run (each kind asked for must fire)\n")
+	for _, f := range r.Faults {
+		fired := fmt.Sprint(f.Fired)
+		if !f.Asked {
+			fired += " (not asked for)"
+		}
+		fmt.Fprintf(w, "  %-44s %18s\n", f.Kind, fired)
+	}
 	if r.Passed() {
 		fmt.Fprintf(w, "\nPASS: every task ended as it must, the same in both runs; no job created twice; nothing left.\n")
 		return

@@ -49,11 +49,14 @@ type Options struct {
 	MaxCopies int
 	MaxDelay  time.Duration
 	// WriteFaultRate is the share of the handler's writes the API fault
-	// proxy answers itself with 429, 500 or 409.
+	// proxy answers itself with 429, 500 and 409 in turn.
 	WriteFaultRate float64
 	// LostAnswerRate is the share of the handler's writes the proxy passes
 	// on and then answers 500, as if the answer was lost.
 	LostAnswerRate float64
+	// ReadDelayRate is the share of the handler's reads (not watches) the
+	// proxy holds back, each up to 300 ms.
+	ReadDelayRate float64
 	// TTL is the handler's TASK_TTL_SECONDS; Sweep how often the sweep is
 	// posted to it, as a PingSource would.
 	TTL   time.Duration
@@ -128,6 +131,9 @@ type Result struct {
 // Report compares the clean and the chaos run.
 type Report struct {
 	Clean, Chaos *Result
+	// Faults are the kinds of fault the chaos run was to inject, with how
+	// often each fired.
+	Faults []Fault
 	// Problems are the reasons the run failed, none if it passed.
 	Problems []string
 }
@@ -191,6 +197,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.Chaos = res
 		}
 	}
+	rep.Faults = Faults(o, rep.Chaos)
 	rep.Problems = append(compare(tasks, rep.Clean, rep.Chaos), faultsMissing(o, rep.Chaos)...)
 	return rep, nil
 }
@@ -237,25 +244,45 @@ func compare(tasks []Task, runs ...*Result) []string {
 	return p
 }
 
-// faultsMissing lists the faults the chaos run was to inject and did not:
-// without them it proves nothing.
+// Fault is one kind of fault of the chaos run: whether the options ask for
+// it, and how often it fired.
+type Fault struct {
+	Kind  string
+	Asked bool
+	Fired int
+}
+
+// Faults lists every kind of fault the chaos run injects, each with whether
+// o asks for it and how often it fired in r: events dropped, delivered more
+// than once, held back (so that they overtake each other); the handler
+// SIGKILLed; its writes answered 429, 500 and 409 by the API fault proxy, or
+// done and answered 500 (the answer lost); its reads delayed.
+func Faults(o Options, r *Result) []Fault {
+	return []Fault{
+		{"event dropped", o.DropRate > 0, int(r.Delivery.Dropped)},
+		{"event delivered more than once", o.MaxCopies > 1, int(r.Delivery.Duplicated)},
+		{"event copy delayed (reordered)", o.MaxDelay > 0, int(r.Delivery.Delayed)},
+		{"handler SIGKILLed and restarted", o.Kills > 0, r.Kills},
+		{"write answered 429 by the proxy", o.WriteFaultRate > 0, r.API.ByCode(429)},
+		{"write answered 500 by the proxy", o.WriteFaultRate > 0, r.API.ByCode(500)},
+		{"write answered 409 by the proxy", o.WriteFaultRate > 0, r.API.ByCode(409)},
+		{"write done, then answered 500 (answer lost)", o.LostAnswerRate > 0, r.API.Lost()},
+		{"read delayed", o.ReadDelayRate > 0, r.API.ReadsDelay},
+	}
+}
+
+// faultsMissing lists the kinds of fault the chaos run was to inject and
+// that never fired (without them it proves nothing), and a kill count other
+// than asked for.
 func faultsMissing(o Options, r *Result) []string {
 	var p []string
-	if r.Kills != o.Kills {
+	for _, f := range Faults(o, r) {
+		if f.Asked && f.Fired == 0 {
+			p = append(p, "chaos run: no fault of the kind \""+f.Kind+"\" fired")
+		}
+	}
+	if r.Kills != o.Kills && r.Kills != 0 {
 		p = append(p, fmt.Sprintf("chaos run: the handler was killed %d times, not %d", r.Kills, o.Kills))
-	}
-	if o.DropRate > 0 && r.Delivery.Dropped == 0 {
-		p = append(p, "chaos run: no event was dropped")
-	}
-	if o.MaxCopies > 1 && r.Delivery.Duplicated == 0 {
-		p = append(p, "chaos run: no event was delivered twice")
-	}
-	faulted := 0
-	for _, n := range r.API.Faulted {
-		faulted += n
-	}
-	if o.WriteFaultRate > 0 && faulted == 0 {
-		p = append(p, "chaos run: no write of the handler was failed by the API fault proxy")
 	}
 	return p
 }
@@ -532,7 +559,7 @@ func (r *run) faultProxy(kubeconfig string) (*APIFaultProxy, string, error) {
 		return nil, "", err
 	}
 	p := NewAPIFaultProxy(target, tr, r.o.Seed)
-	p.WriteFaultRate, p.LostAnswerRate = r.o.WriteFaultRate, r.o.LostAnswerRate
+	p.WriteFaultRate, p.LostAnswerRate, p.ReadDelayRate = r.o.WriteFaultRate, r.o.LostAnswerRate, r.o.ReadDelayRate
 	srv, ca := ServeTLS(p)
 	r.closers = append(r.closers, srv.Close)
 	out := filepath.Join(r.o.Dir, r.name+"-handler.kubeconfig")

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 )
@@ -48,17 +49,103 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestFaultsMissing(t *testing.T) {
-	o := Options{Kills: 3, DropRate: 0.1, MaxCopies: 3, WriteFaultRate: 0.05}
-	full := &Result{Kills: 3, Delivery: DeliveryCounts{Dropped: 1, Duplicated: 1}, API: APIFaultCounts{Faulted: map[string]int{"POST 500": 1}}}
-	if p := faultsMissing(o, full); len(p) != 0 {
-		t.Errorf("every fault injected, problems %q", p)
+// every is a chaos result in which every kind of fault fired once, and the
+// handler was killed 3 times.
+func every() *Result {
+	return &Result{
+		Kills:    3,
+		Delivery: DeliveryCounts{Dropped: 1, Duplicated: 1, Delayed: 1},
+		API: APIFaultCounts{
+			Faulted:     map[string]int{"POST 429": 1, "PATCH 500": 1, "DELETE 409": 1},
+			LostAnswers: map[string]int{"PATCH": 1},
+			ReadsDelay:  1,
+		},
 	}
-	if p := faultsMissing(o, &Result{}); len(p) != 4 {
-		t.Errorf("no fault injected: %d problems %q, want 4", len(p), p)
+}
+
+// The verdict: every kind of fault the options ask for must fire; each
+// kind that did not is one problem naming it, lost answers included.
+func TestFaultsMissing(t *testing.T) {
+	o := Options{Kills: 3, DropRate: 0.1, MaxCopies: 3, MaxDelay: time.Second, WriteFaultRate: 0.05, LostAnswerRate: 0.02, ReadDelayRate: 0.1}
+	if p := faultsMissing(o, every()); len(p) != 0 {
+		t.Errorf("every fault fired, problems %q", p)
+	}
+	for _, f := range Faults(o, every()) {
+		if !f.Asked || f.Fired == 0 {
+			t.Errorf("fault %q: asked %v, fired %d; want asked and fired", f.Kind, f.Asked, f.Fired)
+		}
+	}
+	for _, c := range []struct {
+		kind   string
+		remove func(*Result)
+	}{
+		{"event dropped", func(r *Result) { r.Delivery.Dropped = 0 }},
+		{"event delivered more than once", func(r *Result) { r.Delivery.Duplicated = 0 }},
+		{"event copy delayed (reordered)", func(r *Result) { r.Delivery.Delayed = 0 }},
+		{"handler SIGKILLed and restarted", func(r *Result) { r.Kills = 0 }},
+		{"write answered 429 by the proxy", func(r *Result) { delete(r.API.Faulted, "POST 429") }},
+		{"write answered 500 by the proxy", func(r *Result) { delete(r.API.Faulted, "PATCH 500") }},
+		{"write answered 409 by the proxy", func(r *Result) { delete(r.API.Faulted, "DELETE 409") }},
+		{"write done, then answered 500 (answer lost)", func(r *Result) { r.API.LostAnswers = map[string]int{} }},
+		{"read delayed", func(r *Result) { r.API.ReadsDelay = 0 }},
+	} {
+		r := every()
+		c.remove(r)
+		p := faultsMissing(o, r)
+		if len(p) != 1 || !strings.Contains(p[0], `"`+c.kind+`"`) {
+			t.Errorf("no %s: problems %q, want one naming it", c.kind, p)
+		}
+	}
+	// A lost answer is not a fault answered 500 by the proxy, nor the other
+	// way round.
+	r := every()
+	r.API.Faulted = map[string]int{"POST 429": 1, "DELETE 409": 1}
+	r.API.LostAnswers = map[string]int{"POST": 5}
+	if p := faultsMissing(o, r); len(p) != 1 || !strings.Contains(p[0], "write answered 500 by the proxy") {
+		t.Errorf("lost answers only, no 500 of the proxy: problems %q", p)
+	}
+	if p := faultsMissing(o, &Result{}); len(p) != 9 {
+		t.Errorf("no fault fired: %d problems %q, want 9", len(p), p)
 	}
 	if p := faultsMissing(Options{MaxCopies: 1}, &Result{}); len(p) != 0 {
 		t.Errorf("no fault asked for, problems %q", p)
+	}
+	r = every()
+	r.Kills = 2
+	if p := faultsMissing(o, r); len(p) != 1 || !strings.Contains(p[0], "killed 2 times, not 3") {
+		t.Errorf("2 kills of 3: problems %q", p)
+	}
+}
+
+// The report prints every kind of fault with its count.
+func TestReportPrintsEveryFault(t *testing.T) {
+	o := Options{Kills: 3, DropRate: 0.1, MaxCopies: 3, MaxDelay: time.Second, WriteFaultRate: 0.05, LostAnswerRate: 0.02}
+	chaos := every()
+	chaos.API.LostAnswers = map[string]int{"PATCH": 4, "POST": 3}
+	rep := &Report{Clean: &Result{Name: "clean"}, Chaos: chaos, Faults: Faults(o, chaos)}
+	rep.Problems = faultsMissing(o, chaos)
+	var b strings.Builder
+	rep.Print(&b)
+	out := b.String()
+	// Each fault line: the kind, then its count.
+	lines := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		for _, f := range rep.Faults {
+			if k, rest, ok := strings.Cut(strings.TrimSpace(l), f.Kind); ok && k == "" {
+				lines[f.Kind] = strings.TrimSpace(rest)
+			}
+		}
+	}
+	for kind, want := range map[string]string{
+		"event dropped": "1", "write answered 409 by the proxy": "1", "handler SIGKILLed and restarted": "3",
+		"write done, then answered 500 (answer lost)": "7", "read delayed": "1 (not asked for)",
+	} {
+		if lines[kind] != want {
+			t.Errorf("report: %q %q, want %q:\n%s", kind, lines[kind], want, out)
+		}
+	}
+	if len(lines) != len(rep.Faults) || !strings.Contains(out, "PASS") {
+		t.Errorf("report: fault lines %v of %d kinds, or no PASS:\n%s", lines, len(rep.Faults), out)
 	}
 }
 

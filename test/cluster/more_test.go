@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -167,11 +168,14 @@ func TestServiceAccountKubeconfigHasOnlyItsRole(t *testing.T) {
 	if _, err := client.BatchV1().Jobs(ns).Create(ctx, newJob("nope", nil, nil), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("create job: %v, want Forbidden", err)
 	}
-	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, nil, metav1.CreateOptions{})
-	if err == nil {
-		if got, want := review.Status.UserInfo.Username, "system:serviceaccount:"+ns+":handler"; got != want {
-			t.Errorf("user %q, want %q", got, want)
-		}
+	// Who the API server takes the kubeconfig's token for: the review is
+	// the check, so its failure fails the test.
+	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SelfSubjectReview: %v", err)
+	}
+	if got, want := review.Status.UserInfo.Username, "system:serviceaccount:"+ns+":handler"; got != want {
+		t.Errorf("user %q, want %q", got, want)
 	}
 }
 
@@ -316,15 +320,20 @@ func TestStopLeavesNothingRunning(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state directory left: %v", err)
 	}
-	if leftovers := processesUsing(dir); len(leftovers) > 0 {
+	if leftovers := processesUsing(t, dir); len(leftovers) > 0 {
 		t.Errorf("processes still using %s: %v", dir, leftovers)
 	}
 }
 
-// processesUsing lists the pids whose command line mentions path.
-func processesUsing(path string) []int {
+// processesUsing lists the pids whose command line mentions path; /proc
+// that cannot be read fails the test (no process would be found).
+func processesUsing(t *testing.T, path string) []int {
+	t.Helper()
 	var pids []int
-	entries, _ := os.ReadDir("/proc")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -383,7 +392,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("error %v, want kube-apiserver exited", err)
 		}
 		t.Logf("error: %v", err)
-		if leftovers := processesUsing(dir); len(leftovers) > 0 {
+		if leftovers := processesUsing(t, dir); len(leftovers) > 0 {
 			t.Errorf("processes left running: %v", leftovers)
 		}
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {

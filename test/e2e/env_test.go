@@ -26,12 +26,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -39,16 +41,32 @@ import (
 // shared is the cluster of every test of the package (see TestMain).
 var shared *cluster.Cluster
 
+// auditLog is the shared cluster's audit log: every request of every
+// ServiceAccount (benchkit.ServiceAccountsPolicy).
+var auditLog string
+
 func TestMain(m *testing.M) {
 	begin := time.Now()
+	dir, err := os.MkdirTemp("", "tesk-e2e-audit-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "audit log:", err)
+		os.Exit(1)
+	}
+	policy := filepath.Join(dir, "policy.yaml")
+	auditLog = filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(benchkit.ServiceAccountsPolicy), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "audit policy:", err)
+		os.Exit(1)
+	}
 	// Mutating admission policies stand for the webhooks of a real cluster
 	// that add init containers to pods (sidecar injectors): the tasks' own
 	// specs may hold none (behaviour §8.8).
-	c, err := cluster.Start(context.Background(), cluster.Options{APIServerFlags: []string{
+	c, err := cluster.Start(context.Background(), cluster.Options{APIServerFlags: append([]string{
 		"--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
-	}})
+	}, benchkit.AuditFlags(policy, auditLog)...)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start cluster:", err)
+		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	fmt.Printf("local cluster started in %.1fs\n", time.Since(begin).Seconds())
@@ -62,6 +80,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "stop the real node's cluster:", err)
 		code = 1
 	}
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -81,11 +100,15 @@ func repoRoot(t testing.TB) string {
 var nsCounter atomic.Int64
 
 // env is one test's namespace, with the handler serving it under the Role of
-// config/knative and the ApiServerSource adapter feeding it.
+// config/knative and the ApiServerSource adapter feeding it under its own.
 type env struct {
-	t       *testing.T
-	c       *cluster.Cluster // shared, or the real node's cluster
-	ns      string
+	t  *testing.T
+	c  *cluster.Cluster // shared, or the real node's cluster
+	ns string
+	// config are the objects of config/knative as the env deployed them
+	// (their ServiceAccounts, Roles and RoleBindings): in ns, with the
+	// handler's Role as envOptions.role made it.
+	config  []*unstructured.Unstructured
 	url     string // the handler
 	srv     *server.Server
 	adapter *cluster.Adapter
@@ -124,7 +147,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	t.Cleanup(func() {
 		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	applyRole(t, c, name, o.role)
+	config := applyConfigRBAC(t, c, name, o.role)
 	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, name, HandlerServiceAccount)
 	if err != nil {
 		t.Fatalf("service account kubeconfig: %v", err)
@@ -150,7 +173,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	var h http.Handler = srv.Echo()
-	e := &env{t: t, c: c, ns: name, srv: srv}
+	e := &env{t: t, c: c, ns: name, srv: srv, config: config}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	e.url = hs.URL
@@ -161,11 +184,22 @@ func newEnv(t *testing.T, o envOptions) *env {
 			t.Cleanup(ss.Close)
 			sink = ss.URL
 		}
+		// The adapter runs as the ApiServerSource's ServiceAccount, under
+		// its Role, as Knative runs it.
+		sa, err := devstack.SourceServiceAccount(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sourceKubeconfig, err := c.ServiceAccountKubeconfig(ctx, name, sa)
+		if err != nil {
+			t.Fatalf("the adapter's service account kubeconfig: %v", err)
+		}
 		a, err := c.StartAdapter(ctx, cluster.AdapterOptions{
-			Name:      "tesk-events",
-			Namespace: name,
-			Sink:      sink,
-			Resources: devstack.AdapterResources(),
+			Name:       "tesk-events",
+			Namespace:  name,
+			Sink:       sink,
+			Resources:  devstack.AdapterResources(),
+			Kubeconfig: sourceKubeconfig,
 		})
 		if err != nil {
 			t.Fatalf("start adapter: %v", err)
@@ -176,14 +210,27 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-// applyRole applies the handler's ServiceAccount, Role and RoleBinding from
-// config/knative/rbac.yaml into the namespace.
-func applyRole(t *testing.T, c *cluster.Cluster, ns string, change func(map[string]any)) {
+// applyConfigRBAC applies every ServiceAccount, Role and RoleBinding of
+// config/knative into the namespace, the handler's Role edited by change,
+// and returns config/knative's objects as deployed there.
+func applyConfigRBAC(t *testing.T, c *cluster.Cluster, ns string, change func(map[string]any)) []*unstructured.Unstructured {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), "config", "knative", "rbac.yaml")
-	if err := devstack.ApplyRBAC(context.Background(), c, path, ns, change); err != nil {
-		t.Fatalf("apply the handler's RBAC: %v", err)
+	objs, err := devstack.ConfigObjects(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
 	}
+	objs = devstack.InNamespace(objs, ns)
+	role, err := devstack.HandlerRoleOf(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		change(role.Object)
+	}
+	if err := devstack.ApplyRBACObjects(context.Background(), c, objs); err != nil {
+		t.Fatalf("apply config/knative's RBAC: %v", err)
+	}
+	return objs
 }
 
 // post sends a binary-mode CloudEvent to the handler and returns the status

@@ -4,6 +4,7 @@ package manifests
 
 import (
 	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -26,25 +27,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
-
-// handlerRules are the requests the handler makes, as group/resource: verbs
-// (see the comments of rbac.yaml for where each comes from).
-var handlerRules = map[string][]string{
-	"/configmaps":             {"create", "delete", "get", "list", "patch"},
-	"batch/jobs":              {"create", "delete", "get", "list", "patch"},
-	"/pods":                   {"list"},
-	"/pods/log":               {"get"},
-	"/persistentvolumeclaims": {"create", "delete", "patch"},
-	"events.k8s.io/events":    {"create"},
-}
-
-// sourceRules are what the ApiServerSource's adapter needs to watch the
-// task's objects.
-var sourceRules = map[string][]string{
-	"batch/jobs":  {"get", "list", "watch"},
-	"/pods":       {"get", "list", "watch"},
-	"/configmaps": {"get", "list", "watch"},
-}
 
 // roleRules flattens a Role's rules to group/resource: sorted verbs, and
 // refuses what a Role of this project must not hold.
@@ -82,56 +64,107 @@ func roleRules(t *testing.T, role *unstructured.Unstructured) map[string][]strin
 	return got
 }
 
-// TestRolesHoldExactlyWhatIsUsed: the handler's Role grants the requests
-// the code makes and nothing else; the source's Role only reads and watches
-// the three kinds; nothing is cluster-wide.
-func TestRolesHoldExactlyWhatIsUsed(t *testing.T) {
+// boundRoles lists, for each Role of the manifests, the ServiceAccounts
+// its RoleBindings bind it to, and checks that every binding is of a Role of
+// the manifests, in its own namespace, to ServiceAccounts of the manifests.
+func boundRoles(t *testing.T, objs []object) map[*unstructured.Unstructured][]string {
+	t.Helper()
+	roles := map[string]*unstructured.Unstructured{}
+	for _, r := range ofKind(objs, "Role") {
+		roles[r.GetNamespace()+"/"+r.GetName()] = r.Unstructured
+	}
+	accounts := map[string]bool{}
+	for _, sa := range ofKind(objs, "ServiceAccount") {
+		accounts[sa.GetNamespace()+"/"+sa.GetName()] = true
+	}
+	out := map[*unstructured.Unstructured][]string{}
+	for _, rb := range ofKind(objs, "RoleBinding") {
+		kind, _, _ := unstructured.NestedString(rb.Object, "roleRef", "kind")
+		ref, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
+		role := roles[rb.GetNamespace()+"/"+ref]
+		if kind != "Role" || role == nil {
+			t.Errorf("RoleBinding %s/%s: roleRef %s %s, want a Role of the manifests in its namespace", rb.GetNamespace(), rb.GetName(), kind, ref)
+			continue
+		}
+		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+		if len(subjects) == 0 {
+			t.Errorf("RoleBinding %s/%s binds nobody", rb.GetNamespace(), rb.GetName())
+		}
+		for _, s := range subjects {
+			m := s.(map[string]any)
+			sa := fmt.Sprint(m["namespace"], "/", m["name"])
+			if m["kind"] != "ServiceAccount" || !accounts[sa] {
+				t.Errorf("RoleBinding %s/%s: subject %v, want a ServiceAccount of the manifests", rb.GetNamespace(), rb.GetName(), m)
+				continue
+			}
+			out[role] = append(out[role], sa)
+		}
+	}
+	for key, r := range roles {
+		if len(out[r]) == 0 {
+			t.Errorf("Role %s is bound to no ServiceAccount", key)
+		}
+	}
+	return out
+}
+
+// TestRolesAreNamespacedAndBound: nothing is cluster-wide; every Role names
+// its groups, resources and verbs (no wildcard) and is bound to
+// ServiceAccounts of the manifests, which the handler's Service, the TES
+// API's and the ApiServerSource run as. That each Role grants exactly what
+// its ServiceAccounts use is test/e2e's TestRolesAreExactlyWhatIsUsed,
+// from the API server's audit log.
+func TestRolesAreNamespacedAndBound(t *testing.T) {
 	objs := loadObjects(t)
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
 		if got := ofKind(objs, kind); len(got) > 0 {
 			t.Errorf("config/knative has a %s (%s): the project needs nothing cluster-wide", kind, got[0])
 		}
 	}
-	if got := roleRules(t, find(t, objs, "Role", "tesk-handler")); !reflect.DeepEqual(got, handlerRules) {
-		t.Errorf("Role tesk-handler grants\n  %v\nwant exactly\n  %v", got, handlerRules)
-	}
-	if got := roleRules(t, find(t, objs, "Role", "tesk-apiserversource")); !reflect.DeepEqual(got, sourceRules) {
-		t.Errorf("Role tesk-apiserversource grants\n  %v\nwant exactly\n  %v", got, sourceRules)
+	bound := boundRoles(t, objs)
+	if len(bound) == 0 {
+		t.Fatal("config/knative binds no Role")
 	}
 	ns, err := layoutOf(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each Role is in the tasks' namespace, bound to the ServiceAccount of
-	// the same name in the platform's, which the handler's Service and the
-	// ApiServerSource run as.
-	for _, name := range []string{"tesk-handler", "tesk-apiserversource"} {
-		sa := find(t, objs, "ServiceAccount", name)
-		if role := find(t, objs, "Role", name); role.GetNamespace() != ns.tasks || sa.GetNamespace() != ns.platform {
-			t.Errorf("Role %s in %q and its ServiceAccount in %q, want %q and %q", name, role.GetNamespace(), sa.GetNamespace(), ns.tasks, ns.platform)
+	// Every Role is in the tasks' namespace, bound to ServiceAccounts of the
+	// platform's (which has no Role: its ServiceAccounts have no rights in
+	// it).
+	for role, sas := range bound {
+		if len(roleRules(t, role)) == 0 {
+			t.Errorf("Role %s grants nothing", role.GetName())
 		}
-		rb := find(t, objs, "RoleBinding", name)
-		kind, _, _ := unstructured.NestedString(rb.Object, "roleRef", "kind")
-		ref, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")
-		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
-		if kind != "Role" || ref != name || len(subjects) != 1 {
-			t.Errorf("RoleBinding %s: roleRef %s %s, %d subjects; want Role %s and one subject", name, kind, ref, len(subjects), name)
-			continue
+		if role.GetNamespace() != ns.tasks {
+			t.Errorf("Role %s is in %q, want the tasks' namespace %q", role.GetName(), role.GetNamespace(), ns.tasks)
 		}
-		s := subjects[0].(map[string]any)
-		if s["kind"] != "ServiceAccount" || s["name"] != name || s["namespace"] != sa.GetNamespace() || rb.GetNamespace() != ns.tasks {
-			t.Errorf("RoleBinding %s in %q: subject %v, want in %q the ServiceAccount %s of namespace %s", name, rb.GetNamespace(), s, ns.tasks, name, sa.GetNamespace())
+		for _, sa := range sas {
+			if saNS, _, _ := strings.Cut(sa, "/"); saNS != ns.platform {
+				t.Errorf("Role %s is bound to %s, want a ServiceAccount of the platform's namespace %q", role.GetName(), sa, ns.platform)
+			}
 		}
 	}
-	sa, _, _ := unstructured.NestedString(find(t, objs, "Service", "tesk-handler").Object, "spec", "template", "spec", "serviceAccountName")
-	if sa != "tesk-handler" {
-		t.Errorf("the handler's Service runs as %q, want tesk-handler", sa)
+	boundAccounts := map[string]bool{}
+	for _, sas := range bound {
+		for _, sa := range sas {
+			_, name, _ := strings.Cut(sa, "/")
+			boundAccounts[name] = true
+		}
+	}
+	for _, c := range []struct{ kind, name, want string }{
+		{"Service", "tesk-handler", "tesk-handler"}, {"Service", "tesk-tes", "tesk-tes"}, {"ApiServerSource", "tesk-events", "tesk-apiserversource"},
+	} {
+		path := []string{"spec", "template", "spec", "serviceAccountName"}
+		if c.kind == "ApiServerSource" {
+			path = []string{"spec", "serviceAccountName"}
+		}
+		sa, _, _ := unstructured.NestedString(find(t, objs, c.kind, c.name).Object, path...)
+		if sa != c.want || !boundAccounts[sa] {
+			t.Errorf("%s %s runs as %q, want %s, bound to its Role", c.kind, c.name, sa, c.want)
+		}
 	}
 	src := find(t, objs, "ApiServerSource", "tesk-events")
-	sa, _, _ = unstructured.NestedString(src.Object, "spec", "serviceAccountName")
-	if sa != "tesk-apiserversource" {
-		t.Errorf("the ApiServerSource runs as %q, want tesk-apiserversource", sa)
-	}
 	// It watches the tasks' namespace, and only that one.
 	sel, _, _ := unstructured.NestedStringMap(src.Object, "spec", "namespaceSelector", "matchLabels")
 	if !reflect.DeepEqual(sel, map[string]string{"kubernetes.io/metadata.name": ns.tasks}) {
@@ -193,12 +226,16 @@ func TestRolesAsTheAPIServerAuthorizesThem(t *testing.T) {
 		resource, sub, _ = strings.Cut(resource, "/")
 		return
 	}
-	for sa, rules := range map[string]map[string][]string{"tesk-handler": handlerRules, "tesk-apiserversource": sourceRules} {
-		for key, verbs := range rules {
+	// Every rule of every Role, for each ServiceAccount bound to it.
+	for role, sas := range boundRoles(t, objs) {
+		for key, verbs := range roleRules(t, role) {
 			g, r, s := split(key)
-			for _, v := range verbs {
-				if !allowed(sa, ask{ns, g, r, s, v}) {
-					t.Errorf("%s may not %s %s in its namespace", sa, v, key)
+			for _, sa := range sas {
+				_, name, _ := strings.Cut(sa, "/")
+				for _, v := range verbs {
+					if !allowed(name, ask{ns, g, r, s, v}) {
+						t.Errorf("%s may not %s %s in its namespace (Role %s)", name, v, key, role.GetName())
+					}
 				}
 			}
 		}

@@ -7,8 +7,10 @@
 // (testdata/knative-webhook-rules.yaml). Every object is submitted as a
 // server-side dry run with strict field validation and must be accepted;
 // broken copies of them must be rejected. Other tests hold the manifests to
-// the code: the Role against the requests the handler makes, the ConfigMap
-// against the variables it reads, the Triggers against the event types it
+// the code: the Roles namespaced and bound to the ServiceAccounts the
+// services run as (what they grant is held to the requests made by
+// test/e2e's TestRolesAreExactlyWhatIsUsed), the ConfigMap against the
+// variables the handler reads, the Triggers against the event types it
 // takes.
 package manifests
 

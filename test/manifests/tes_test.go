@@ -15,25 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// tesRules are the requests the TES API makes (tes/server.go), as
-// group/resource: verbs.
-var tesRules = map[string][]string{
-	"/configmaps": {"create", "get", "list", "patch"},
-	"batch/jobs":  {"list"},
-	"/pods":       {"list"},
-	"/pods/log":   {"get"},
-}
-
-// TestTESAPIManifests: the TES API's Role grants exactly the requests it
-// makes and is bound to the ServiceAccount its Service runs as; the Service
+// TestTESAPIManifests: the TES API's Role is bound to the ServiceAccount its
+// Service runs as (what the Role grants is held to the requests the TES API
+// makes by test/e2e's TestRolesAreExactlyWhatIsUsed); the Service
 // runs cmd/tes, is reachable from outside the cluster (unlike the handler),
 // takes the handler's settings and its own; the SinkBinding binds it to the
 // Broker.
 func TestTESAPIManifests(t *testing.T) {
 	objs := loadObjects(t)
-	if got := roleRules(t, find(t, objs, "Role", "tesk-tes")); !reflect.DeepEqual(got, tesRules) {
-		t.Errorf("Role tesk-tes grants\n  %v\nwant exactly\n  %v", got, tesRules)
-	}
+	find(t, objs, "Role", "tesk-tes")
 	find(t, objs, "ServiceAccount", "tesk-tes")
 	rb := find(t, objs, "RoleBinding", "tesk-tes")
 	ref, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name")

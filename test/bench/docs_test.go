@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The documents hold to the runs: BENCHMARKS.md's block of make bench is
+// one run's, README.md quotes it in its own block and quotes nothing that
+// BENCHMARKS.md does not record.
+
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runLine is how a summary starts: the run's date and time, machine, load
+// and command.
+var runLine = regexp.MustCompile(`Run of \d{4}-\d{2}-\d{2} \d{2}:\d{2}((–| – \d{4}-\d{2}-\d{2} )\d{2}:\d{2})? UTC, \d+ cores, Go [0-9.]+, load average [0-9.]+(–[0-9.]+)?, ` + "`" + `[^` + "`" + `]+` + "`" + `\.`)
+
+// BENCHMARKS.md holds the block of one run, as the program writes it, so
+// that make bench can replace it.
+func TestBENCHMARKSHoldsTheBlock(t *testing.T) {
+	block := SummaryBlock.Of(readDoc(t, "BENCHMARKS.md"))
+	if block == "" {
+		t.Fatal("BENCHMARKS.md has not exactly one block of make bench's summary")
+	}
+	if !runLine.MatchString(strings.Join(strings.Fields(block), " ")) { // the paragraph's wrapping aside
+		t.Errorf("the block does not start with the run's date, time, machine, load and command:\n%s", block)
+	}
+}
+
+// README.md's headline and BENCHMARKS.md's summary are of one run: the same
+// run line, and every figure the headline quotes is in the summary.
+func TestREADMEQuotesBENCHMARKS(t *testing.T) {
+	summary, headline := SummaryBlock.Of(readDoc(t, "BENCHMARKS.md")), HeadlineBlock.Of(readDoc(t, "README.md"))
+	if summary == "" || headline == "" {
+		t.Fatalf("BENCHMARKS.md's summary block (%d bytes) or README.md's headline block (%d bytes) is missing", len(summary), len(headline))
+	}
+	runOf := regexp.MustCompile(`(?i)run of (\d{4}-\d{2}-\d{2} [^,]*UTC)`)
+	s, h := runOf.FindStringSubmatch(summary), runOf.FindStringSubmatch(strings.Join(strings.Fields(headline), " "))
+	if s == nil || h == nil || s[1] != h[1] {
+		t.Errorf("BENCHMARKS.md's summary is of the run %v, README.md's headline of %v", s, h)
+	}
+	if m := missing(headline, summary); len(m) > 0 {
+		t.Errorf("README.md's headline quotes %v, which BENCHMARKS.md's summary does not give", m)
+	}
+}
+
+// sectionOf is the text of a "## title" section of a Markdown document.
+func sectionOf(doc, title string) string {
+	i := strings.Index(doc, "\n## "+title+"\n")
+	if i < 0 {
+		return ""
+	}
+	rest := doc[i+1:]
+	if j := strings.Index(rest[3:], "\n## "); j >= 0 {
+		return rest[:j+3]
+	}
+	return rest
+}
+
+// README.md quotes only figures of runs that BENCHMARKS.md records: every
+// number of its Performance and Robustness sections is one of
+// BENCHMARKS.md's.
+func TestREADMEFiguresAreInBENCHMARKS(t *testing.T) {
+	benchmarks, readme := readDoc(t, "BENCHMARKS.md"), readDoc(t, "README.md")
+	for _, title := range []string{"Performance", "Robustness"} {
+		sec := sectionOf(readme, title)
+		if len(numbersOf(sec)) < 10 {
+			t.Fatalf("README.md's section %s has %d figures: the section was not found", title, len(numbersOf(sec)))
+		}
+		if m := missing(sec, benchmarks); len(m) > 0 {
+			sort.Strings(m)
+			t.Errorf("README.md's section %s quotes %v, which BENCHMARKS.md does not record", title, m)
+		}
+	}
+}
