@@ -146,3 +146,49 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// Handler validates every answer next gives under the API's base path
+// before it is sent, reporting those that the document does not allow:
+// put in front of a TES API, it checks the answers whoever the client is (a
+// test, the dashboard in a browser, tesctl).
+func (c *Checker) Handler(next http.Handler, report func(error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "/ga4gh/tes/v1/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &recorder{header: http.Header{}, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if err := c.Check(r, rec.status, rec.header, rec.body.Bytes()); err != nil {
+			report(err)
+		}
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body.Bytes())
+	})
+}
+
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(b)
+}
+
+// Flush lets handlers that flush write through the recorder.
+func (r *recorder) Flush() {}
