@@ -307,15 +307,15 @@
     h('label', {}, 'Per page', select('page_size', 'f-size', ['25', '50', '100', '256'], p.get('page_size') || '50')),
     h('label', {}, 'Refresh', select('refresh', 'f-refresh', [['1', 'every 1 s'], ['2', 'every 2 s'], ['5', 'every 5 s'], ['15', 'every 15 s'], ['60', 'every minute'], ['0', 'off']], S.refresh)),
     h('button', { class: 'primary', type: 'submit', id: 'f-apply' }, 'Apply'));
-    form.querySelector('#f-refresh').addEventListener('change', ev => { S.refresh = Number(ev.target.value); loadList(p); });
+    form.querySelector('#f-refresh').addEventListener('change', ev => { S.refresh = Number(ev.target.value); stop(); loadList(p); });
     const status = h('div', { class: 'listinfo' }, h('span', { id: 'list-count' }, ''), h('span', { id: 'list-updated' }, ''));
     const rows = h('tbody', { id: 'rows' }, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'Loading the tasks…')));
     const table = h('table', { class: 'tasks', id: 'tasks' },
       h('thead', {}, h('tr', {}, ['Task', 'Name', 'State', 'Created', 'Executors', 'Tags'].map(t => h('th', {}, t)))), rows);
     const pager = h('div', { class: 'pager' },
-      h('button', { id: 'newer', disabled: true, onclick: () => { S.pageIndex--; loadList(p); } }, '← Newer'),
+      h('button', { id: 'newer', disabled: true, onclick: () => { stop(); S.pageIndex--; loadList(p); } }, '← Newer'),
       h('span', { id: 'page-no', class: 'muted' }, ''),
-      h('button', { id: 'older', disabled: true, onclick: () => { S.pageIndex++; loadList(p); } }, 'Older →'));
+      h('button', { id: 'older', disabled: true, onclick: () => { stop(); S.pageIndex++; loadList(p); } }, 'Older →'));
     setMain('list', form, h('div', { id: 'list-error' }), status, table, pager);
     document.title = 'Tasks · TESK on Knative';
     loadList(p);
