@@ -246,6 +246,8 @@ func TestWaitExitCodes(t *testing.T) {
 		}
 	}
 	// With several, the worst outcome.
+	failed["state"] = "CANCELED"
+	f.script("task-x", failed)
 	if code, _, _ := tesctl(t, url, "", "wait", "task-ok", "task-x", "--interval", "100ms"); code != ExitCanceled {
 		t.Errorf("two tasks: %d", code)
 	}
