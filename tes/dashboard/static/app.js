@@ -447,7 +447,8 @@
         ex.workdir || ex.stdin || ex.stdout || ex.stderr ? h('div', { class: 'muted' },
           [['workdir', ex.workdir], ['stdin', ex.stdin], ['stdout', ex.stdout], ['stderr', ex.stderr]].filter(x => x[1]).map(x => x[0] + ' ' + x[1]).join(' · ')) : null,
         Object.keys(ex.env || {}).length ? h('div', { class: 'tags' }, Object.keys(ex.env).map(k => h('span', { class: 'tag' }, k + '=' + ex.env[k]))) : null,
-        l && l.stdout ? h('pre', { class: 'stdout' }, l.stdout) : l ? h('p', { class: 'muted' }, 'No output.') : null);
+        l && l.stdout ? h('pre', { class: 'stdout' }, l.stdout) : l ? h('p', { class: 'muted' }, 'No output.')
+          : st && (st.status === 'running' || st.status === 'waiting') ? h('p', { class: 'muted' }, 'Its output shows here once it ends.') : null);
       out.push(card);
     });
 
