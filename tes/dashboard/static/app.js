@@ -8,7 +8,7 @@
   const LOGIN_KEY = 'tesk.dashboard.login';
   const FINAL = ['COMPLETE', 'EXECUTOR_ERROR', 'SYSTEM_ERROR', 'CANCELED', 'PREEMPTED'];
   const STATES = ['QUEUED', 'INITIALIZING', 'RUNNING', 'PAUSED', 'COMPLETE', 'EXECUTOR_ERROR', 'SYSTEM_ERROR', 'CANCELING', 'CANCELED', 'PREEMPTED', 'UNKNOWN'];
-  const S = { cfg: null, timer: null, gen: 0, pages: [''], pageIndex: 0, refresh: 5 };
+  const S = { cfg: null, timer: null, gen: 0, pages: [''], pageIndex: 0, refresh: 10 };
   window.teskTimings = {};
 
   // ---- DOM
@@ -305,7 +305,7 @@
     h('label', {}, 'Name starts with', h('input', { name: 'name_prefix', id: 'f-name', value: p.get('name_prefix') || '', placeholder: 'prefix' })),
     h('label', {}, 'Tags', h('input', { name: 'tags', id: 'f-tags', value: p.get('tags') || '', placeholder: 'key=value key2', size: 22 })),
     h('label', {}, 'Per page', select('page_size', 'f-size', ['25', '50', '100', '256'], p.get('page_size') || '50')),
-    h('label', {}, 'Refresh', select('refresh', 'f-refresh', [['1', 'every 1 s'], ['2', 'every 2 s'], ['5', 'every 5 s'], ['15', 'every 15 s'], ['60', 'every minute'], ['0', 'off']], S.refresh)),
+    h('label', {}, 'Refresh', select('refresh', 'f-refresh', [['1', 'every 1 s'], ['2', 'every 2 s'], ['5', 'every 5 s'], ['10', 'every 10 s'], ['30', 'every 30 s'], ['60', 'every minute'], ['0', 'off']], S.refresh)),
     h('button', { class: 'primary', type: 'submit', id: 'f-apply' }, 'Apply'));
     form.querySelector('#f-refresh').addEventListener('change', ev => { S.refresh = Number(ev.target.value); stop(); loadList(p); });
     const status = h('div', { class: 'listinfo' }, h('span', { id: 'list-count' }, ''), h('span', { id: 'list-updated' }, ''));
@@ -389,7 +389,7 @@
     for (const id2 in open) { const d = $(id2); if (d) d.open = open[id2]; }
     for (const pre of document.querySelectorAll('pre.stdout')) pre.scrollTop = pre.scrollHeight;
     $('main').dataset.ready = 'task';
-    if (!FINAL.includes(task.state)) schedule(() => loadTask(id), 2);
+    if (!FINAL.includes(task.state)) schedule(() => loadTask(id), 3);
   }
 
   function renderTask(t, story, storyErr) {
