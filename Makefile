@@ -18,10 +18,11 @@ vet:
 	$(GO) vet -tags e2e ./...
 
 # The whole suite: unit tests, filer tests against real servers, the local
-# control plane's own tests, the end-to-end tests and the manifest checks
-# (the tests that need a cluster or servers carry the build tag e2e). It
-# builds (or reuses from the cache) everything it needs first.
-test: cluster-bins node-deps filer-deps image-deps vet
+# control plane's own tests, the end-to-end tests (the dashboard's in
+# headless Chromium among them) and the manifest checks (the tests that need
+# a cluster, servers or a browser carry the build tag e2e). It builds (or
+# reuses from the cache) and installs everything it needs first.
+test: cluster-bins node-deps filer-deps image-deps browser-deps vet
 	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
@@ -36,8 +37,14 @@ FUZZTIME ?= 5s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
 
-# Only the end-to-end tests of the task flow and timers.
-e2e: cluster-bins
+# The dashboard's browser tests drive Debian's chromium (headless).
+.PHONY: browser-deps
+browser-deps:
+	./test/browser-deps.sh
+
+# Only the end-to-end tests of the task flow and timers (and the dashboard's
+# in a browser).
+e2e: cluster-bins browser-deps
 	$(GO) test -tags e2e -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
 
 # The handler on :8080 with the Role of config/knative, fed by the

@@ -145,6 +145,7 @@ func (s *Server) Echo() *echo.Echo {
 	g.GET("/tasks/:id", s.get)
 	// "{id}:cancel" is one path segment.
 	g.POST("/tasks/:ref", s.cancel)
+	s.extensions(e, g)
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	return e
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
 )
 
 func main() {
@@ -206,6 +207,11 @@ func run(args []string, getenv func(string) string) error {
 		log.Warnw("No K_SINK: no events are posted; the handler's sweep starts and cancels the tasks")
 	}
 	e := srv.Echo()
+	dash := dashboard.Config{API: tes.BasePath, Auth: "none"}
+	if auth != nil {
+		dash.Auth, dash.Issuer, dash.ClientID = "oidc", strings.TrimSpace(getenv("OIDC_ISSUER")), strings.TrimSpace(getenv("OIDC_AUDIENCE"))
+	}
+	dashboard.Mount(e, dash)
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func run() error {
 	defer s.Stop()
 	fmt.Fprintf(os.Stderr, "dev: handler on %s (namespace %s, Role of config/knative), ApiServerSource adapter feeding it, sweep every %s\n", s.URL, *ns, *sweepEvery)
 	if s.TESURL != "" {
-		fmt.Fprintf(os.Stderr, "dev: TES API on %s%s (no access control), posting to the handler\n", s.TESURL, tes.BasePath)
+		fmt.Fprintf(os.Stderr, "dev: TES API on %s%s (no access control), posting to the handler; its dashboard on %s/\n", s.TESURL, tes.BasePath, s.TESURL)
 	}
 	if *demo {
 		if s.TESURL == "" {

@@ -48,6 +48,8 @@ import (
 //   - the task in the FULL view and a list in the BASIC view through the
 //     TES API: the anchors listed (configmaps list), the jobs and pods
 //     listed, an executor's log read (jobs list, pods list, pods/log get);
+//     the task's story (GET /tasks/{id}/events): the Events of its objects
+//     listed (events list);
 //   - task.submitted with the task JSON, an executor that fails,
 //     KEEP_FAILED_PVC: the handler creates the anchor (configmaps create,
 //     which only TRUST_EVENTS on asks for: a handler with the ConfigMap's
@@ -101,6 +103,9 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	}
 	if code, body := api.do(http.MethodGet, "/tasks?view=BASIC", nil); code != http.StatusOK || !strings.Contains(string(body), done) {
 		t.Errorf("list BASIC: %d %s", code, body)
+	}
+	if code, body := api.do(http.MethodGet, "/tasks/"+done+"/events", nil); code != http.StatusOK || !strings.Contains(string(body), `"reason":"JobCreated"`) {
+		t.Errorf("the task's story: %d %s", code, body)
 	}
 	e.waitFor("the outputs filer's uploaded files on its job", 20*time.Second, func() bool {
 		j, err := e.job(done + "-outputs-filer")

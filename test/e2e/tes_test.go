@@ -32,6 +32,8 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
+	"github.com/elixir-cloud-aai/tesk-knative/test/apicheck"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
 
@@ -42,11 +44,28 @@ type tesAPI struct {
 	e     *env
 	url   string // ends in /ga4gh/tes/v1
 	token string // the bearer token of the requests, if any
+	srv   *httptest.Server
 }
 
 func newTESAPI(t *testing.T, e *env, sink string) *tesAPI { return newTESAPIWith(t, e, sink, nil) }
 
 func newTESAPIWith(t *testing.T, e *env, sink string, auth tes.Authenticator) *tesAPI {
+	t.Helper()
+	return newTESAPIDashboard(t, e, sink, tesAPIOptions{Auth: auth, Dashboard: dashboard.Config{API: tes.BasePath}, LogTailBytes: 16})
+}
+
+// tesAPIOptions are a test's TES API's access control, its dashboard's
+// configuration and its executors' log tail.
+type tesAPIOptions struct {
+	Auth         tes.Authenticator
+	Dashboard    dashboard.Config
+	LogTailBytes int
+}
+
+// newTESAPIDashboard serves the TES API and its dashboard; every answer of
+// the API is held to its OpenAPI document (a test fails on one that does
+// not fit).
+func newTESAPIDashboard(t *testing.T, e *env, sink string, o tesAPIOptions) *tesAPI {
 	t.Helper()
 	ctx := context.Background()
 	if err := devstack.ApplyTESRBAC(ctx, e.c, filepath.Join(repoRoot(t), "config", "knative", "tes-rbac.yaml"), e.ns); err != nil {
@@ -73,9 +92,9 @@ func newTESAPIWith(t *testing.T, e *env, sink string, auth tes.Authenticator) *t
 	cfg.Namespace = e.ns
 	s := &tes.Server{
 		Client: client, Metadata: md,
-		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: 16,
+		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: o.LogTailBytes,
 			Info: tes.ServiceInfo{ID: "test.tes", Name: "TES", Organization: tes.Organization{Name: "test", URL: "https://example.org"}, Version: "1"}},
-		Auth: auth,
+		Auth: o.Auth,
 		Log:  zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar().Named("tes"),
 	}
 	if sink != "" {
@@ -83,9 +102,27 @@ func newTESAPIWith(t *testing.T, e *env, sink string, auth tes.Authenticator) *t
 			t.Fatal(err)
 		}
 	}
-	hs := httptest.NewServer(s.Echo())
+	routes := s.Echo()
+	dashboard.Mount(routes, o.Dashboard)
+	hs := httptest.NewServer(openAPIChecker(t).Handler(routes, func(err error) { t.Errorf("OpenAPI: %v", err) }))
 	t.Cleanup(hs.Close)
-	return &tesAPI{t: t, e: e, url: hs.URL + tes.BasePath}
+	return &tesAPI{t: t, e: e, url: hs.URL + tes.BasePath, srv: hs}
+}
+
+var (
+	checkerOnce sync.Once
+	checker     *apicheck.Checker
+	checkerErr  error
+)
+
+// openAPIChecker is the OpenAPI document of the TES API, loaded once.
+func openAPIChecker(t *testing.T) *apicheck.Checker {
+	t.Helper()
+	checkerOnce.Do(func() { checker, checkerErr = apicheck.Load() })
+	if checkerErr != nil {
+		t.Fatal(checkerErr)
+	}
+	return checker
 }
 
 func (a *tesAPI) do(method, path string, body any) (int, []byte) {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,6 +115,21 @@ func TestREADMETESExamples(t *testing.T) {
 	}
 	if id == "" {
 		t.Fatal("no README example created a task")
+	}
+	// The dashboard, at the address the README gives (http://localhost:8081/
+	// with make dev): / leads to it; it knows the API needs no token here.
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/dashboard/" || !strings.Contains(string(page), `<script src="app.js">`) {
+		t.Errorf("the README's dashboard address: %d at %s\n%.300s", resp.StatusCode, resp.Request.URL, page)
+	}
+	out, err := exec.Command("curl", "-sS", "http://"+addr+"/dashboard/config.json").Output()
+	if err != nil || strings.TrimSpace(string(out)) != `{"api":"/ga4gh/tes/v1","auth":"none"}` {
+		t.Errorf("the dashboard's configuration under make dev: %v %s", err, out)
 	}
 }
 

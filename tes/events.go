@@ -1,0 +1,467 @@
+package tes
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// EventsPath is this service's extension to TES: a task's story, its
+// Kubernetes Events and its steps' times (GET, under BasePath; the same
+// access rules as GET /tasks/{id}).
+const EventsPath = "/tasks/:id/events"
+
+// TaskEvents is the answer of GET /tasks/{id}/events.
+type TaskEvents struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// ServerTime is the service's clock when it answered: the end of the
+	// bars of steps still running.
+	ServerTime string `json:"server_time"`
+	// Events are the Kubernetes Events of the task's anchor, volume claim,
+	// jobs and pods, oldest first. The API server keeps Events for a while
+	// only (an hour by default).
+	Events []TaskEvent `json:"events"`
+	// Steps are the task's parts in the order they run, with their times.
+	Steps []TaskStep `json:"steps"`
+}
+
+// TaskEvent is one Kubernetes Event of a task's object.
+type TaskEvent struct {
+	Time    string `json:"time"`
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Object is the kind and name of the object the Event is about
+	// (ConfigMap/<task> for the task's own story).
+	Object string `json:"object"`
+	Count  int32  `json:"count,omitempty"`
+	// Source is the component that recorded it.
+	Source string `json:"source,omitempty"`
+
+	at time.Time
+}
+
+// Kinds of a step.
+const (
+	StepVolume   = "volume"
+	StepInputs   = "inputs"
+	StepExecutor = "executor"
+	StepOutputs  = "outputs"
+)
+
+// Statuses of a step.
+const (
+	StepPending   = "pending"   // not created yet
+	StepWaiting   = "waiting"   // created, its container not started
+	StepRunning   = "running"   // its container runs (the volume: it exists)
+	StepSucceeded = "succeeded" // ended well (the volume: the task ended)
+	StepFailed    = "failed"    // ended with an error
+	StepDeleted   = "deleted"   // the service deleted it before it ended
+	StepSkipped   = "skipped"   // never created: the task ended before
+)
+
+// TaskStep is one part of a task (the volume, the inputs filer, an
+// executor, the outputs filer) and its times, RFC 3339: created when its
+// object was created, started when its container started (waiting in
+// between), ended when it ended.
+type TaskStep struct {
+	Part     string `json:"part"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Executor *int   `json:"executor,omitempty"`
+	Status   string `json:"status"`
+	Created  string `json:"created,omitempty"`
+	Started  string `json:"started,omitempty"`
+	Ended    string `json:"ended,omitempty"`
+	ExitCode *int32 `json:"exit_code,omitempty"`
+	// Reason says why the service ended the step itself, when it did.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) taskEvents(c echo.Context) error {
+	cm, err := s.anchor(c, c.Param("id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx := c.Request().Context()
+	jobs, pods, err := s.jobsAndPods(ctx, labels.Set{taskmeta.LabelTask: cm.Name}.String())
+	if err != nil {
+		return s.fail(c, err)
+	}
+	names := []string{cm.Name, taskmeta.PVCName(cm.Name)}
+	for _, j := range jobs {
+		names = append(names, j.Name)
+	}
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	evs, err := s.eventsOf(ctx, names)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	now := s.now()
+	state := s.build(ctx, cm, jobs, pods, ViewMinimal).State
+	return c.JSON(http.StatusOK, TaskEvents{
+		ID:         cm.Name,
+		State:      state,
+		ServerTime: now.UTC().Format(time.RFC3339Nano),
+		Events:     evs,
+		Steps:      Timeline(cm.ObjectMeta, jobs, pods, evs),
+	})
+}
+
+// eventsOf lists the Events about each of the named objects (a LIST with a
+// field selector per name, a few at a time), oldest first.
+func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, error) {
+	var mu sync.Mutex
+	var out []TaskEvent
+	seen := map[types.UID]bool{}
+	var firstErr error
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sel := fields.Set{"involvedObject.name": name}.AsSelector().String()
+			var l *corev1.EventList
+			err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
+				l, err = s.Client.CoreV1().Events(s.Config.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+				return err
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			for i := range l.Items {
+				if uid := l.Items[i].UID; uid != "" {
+					if seen[uid] {
+						continue
+					}
+					seen[uid] = true
+				}
+				out = append(out, eventOf(&l.Items[i]))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sort.SliceStable(out, func(i, k int) bool {
+		if !out[i].at.Equal(out[k].at) {
+			return out[i].at.Before(out[k].at)
+		}
+		return out[i].Object < out[k].Object
+	})
+	if out == nil {
+		out = []TaskEvent{}
+	}
+	return out, nil
+}
+
+// eventOf converts an Event (recorded through events.k8s.io/v1 or
+// core/v1); its time is the last time it was seen.
+func eventOf(e *corev1.Event) TaskEvent {
+	t := e.EventTime.Time
+	count := e.Count
+	if e.Series != nil {
+		t = e.Series.LastObservedTime.Time
+		count = e.Series.Count
+	}
+	if !e.LastTimestamp.IsZero() && e.LastTimestamp.After(t) {
+		t = e.LastTimestamp.Time
+	}
+	if t.IsZero() {
+		t = e.FirstTimestamp.Time
+	}
+	if t.IsZero() {
+		t = e.CreationTimestamp.Time
+	}
+	src := e.ReportingController
+	if src == "" {
+		src = e.Source.Component
+	}
+	if count <= 1 {
+		count = 0
+	}
+	return TaskEvent{
+		Time:    formatTime(t),
+		Type:    e.Type,
+		Reason:  e.Reason,
+		Message: e.Message,
+		Object:  e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
+		Count:   count,
+		Source:  src,
+		at:      t,
+	}
+}
+
+// formatTime is RFC 3339 in UTC, with the fraction of a second when there
+// is one (Events have microseconds, objects seconds).
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// The notes of the handler's Events that name a job (steps/actions.go).
+var jobEventRE = regexp.MustCompile(`^(?:Created|Failed|Deleted) job (\S+?)(?::|$)`)
+
+// stepTimes are a step's times while they are derived.
+type stepTimes struct {
+	created, started, ended time.Time
+}
+
+// Timeline derives the task's steps and their times from its anchor (the
+// parts and what was started, the end), its jobs and pods (when each was
+// created, started and ended), and its Events (when a job that is gone was
+// created and deleted, when the task started). The volume's bar runs from the
+// task's start to its end; a job's from its creation, waiting until its
+// container started, to its end.
+func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, events []TaskEvent) []TaskStep {
+	id := anchor.Name
+	prog, _ := steps.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	ended, _ := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded])
+	finalState := anchor.Annotations[taskmeta.AnnotationState]
+
+	byPart := map[string]*batchv1.Job{}
+	for i := range jobs {
+		if t, part, ok := taskmeta.SplitJobName(jobs[i].Name); ok && t == id {
+			byPart[part] = &jobs[i]
+		}
+	}
+	// What the task's own Events tell: its start; each job's creation,
+	// failure and deletion.
+	var taskStarted time.Time
+	created, failed, deleted := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	for _, e := range events {
+		if e.Object != "ConfigMap/"+id {
+			continue
+		}
+		at := e.at
+		if at.IsZero() {
+			at, _ = time.Parse(time.RFC3339Nano, e.Time)
+		}
+		if e.Reason == steps.EventStarted && taskStarted.IsZero() {
+			taskStarted = at
+		}
+		m := jobEventRE.FindStringSubmatch(e.Message)
+		if m == nil {
+			continue
+		}
+		_, part, ok := taskmeta.SplitJobName(m[1])
+		if !ok {
+			continue
+		}
+		switch e.Reason {
+		case steps.EventJobCreate:
+			if _, seen := created[part]; !seen {
+				created[part] = at
+			}
+		case steps.EventJobFailed:
+			failed[part] = at
+		case steps.EventJobDelete:
+			deleted[part] = at
+		}
+	}
+
+	parts := prog.Parts
+	if len(parts) == 0 {
+		parts = prog.Started
+	}
+	out := make([]TaskStep, 0, len(parts))
+	for _, part := range parts {
+		st := TaskStep{Part: part, Name: taskmeta.ObjectName(id, part)}
+		switch {
+		case part == taskmeta.PartPVC:
+			st.Kind = StepVolume
+		case part == taskmeta.PartInputsFiler:
+			st.Kind = StepInputs
+		case part == taskmeta.PartOutputsFiler:
+			st.Kind = StepOutputs
+		default:
+			st.Kind = StepExecutor
+			if i, ok := taskmeta.ExecutorIndex(part); ok {
+				st.Executor = &i
+			}
+		}
+		if reason, ok := prog.EndedReason(part); ok {
+			st.Reason = reason
+		}
+		if !prog.IsStarted(part) {
+			st.Status = StepPending
+			if finalState != "" {
+				st.Status = StepSkipped
+			}
+			out = append(out, st)
+			continue
+		}
+		var tt stepTimes
+		if part == taskmeta.PartPVC {
+			tt.created = taskStarted
+			if tt.created.IsZero() {
+				tt.created = firstJobTime(byPart, created)
+			}
+			tt.started = tt.created
+			st.Status = StepRunning
+			if !ended.IsZero() {
+				tt.ended, st.Status = ended, StepSucceeded
+			}
+		} else if j := byPart[part]; j != nil {
+			tt.created = created[part]
+			if tt.created.IsZero() {
+				tt.created = j.CreationTimestamp.Time
+			}
+			jobTimes(&st, &tt, j, podsOf(pods, j.Name))
+		} else {
+			// Gone: deleted by the service, or with its task.
+			tt.created = created[part]
+			switch {
+			case !deleted[part].IsZero():
+				st.Status, tt.ended = StepDeleted, deleted[part]
+			case prog.IsDone(part):
+				st.Status = StepSucceeded
+			case !failed[part].IsZero():
+				st.Status, tt.ended = StepFailed, failed[part]
+			default:
+				st.Status = StepDeleted
+			}
+			if tt.ended.IsZero() {
+				tt.ended = ended
+			}
+		}
+		tt.clamp()
+		st.Created, st.Started, st.Ended = formatTime(tt.created), formatTime(tt.started), formatTime(tt.ended)
+		out = append(out, st)
+	}
+	return out
+}
+
+// firstJobTime is the earliest job creation the Events tell, else the
+// earliest job's creation.
+func firstJobTime(jobs map[string]*batchv1.Job, created map[string]time.Time) time.Time {
+	var first time.Time
+	for _, t := range created {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	if !first.IsZero() {
+		return first
+	}
+	for _, j := range jobs {
+		if t := j.CreationTimestamp.Time; first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first
+}
+
+func podsOf(pods []corev1.Pod, job string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		if pods[i].Labels[batchv1.JobNameLabel] == job {
+			out = append(out, &pods[i])
+		}
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].CreationTimestamp.Before(&out[k].CreationTimestamp) })
+	return out
+}
+
+// jobTimes reads a job's status and its pods': the first container start,
+// the last pod's end and exit code.
+func jobTimes(st *TaskStep, tt *stepTimes, j *batchv1.Job, pods []*corev1.Pod) {
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			var t metav1.Time
+			switch {
+			case cs.State.Running != nil:
+				t = cs.State.Running.StartedAt
+			case cs.State.Terminated != nil:
+				t = cs.State.Terminated.StartedAt
+			}
+			if !t.IsZero() && (tt.started.IsZero() || t.Time.Before(tt.started)) {
+				tt.started = t.Time
+			}
+		}
+	}
+	if n := len(pods); n > 0 {
+		for _, cs := range pods[n-1].Status.ContainerStatuses {
+			if term := cs.State.Terminated; term != nil {
+				code := term.ExitCode
+				st.ExitCode = &code
+				tt.ended = term.FinishedAt.Time
+			}
+		}
+	}
+	switch taskmeta.StatusOf(j) {
+	case taskmeta.JobComplete:
+		st.Status = StepSucceeded
+		if j.Status.CompletionTime != nil && tt.ended.IsZero() {
+			tt.ended = j.Status.CompletionTime.Time
+		}
+	case taskmeta.JobFailed:
+		st.Status = StepFailed
+		if tt.ended.IsZero() {
+			for _, c := range j.Status.Conditions {
+				if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) && c.Status == corev1.ConditionTrue {
+					tt.ended = c.LastTransitionTime.Time
+					break
+				}
+			}
+		}
+	default:
+		switch {
+		case st.ExitCode != nil && *st.ExitCode != 0:
+			st.Status = StepFailed
+		case st.ExitCode != nil:
+			st.Status = StepSucceeded
+		case !tt.started.IsZero():
+			st.Status = StepRunning
+		default:
+			st.Status = StepWaiting
+		}
+	}
+	if j.DeletionTimestamp != nil && st.Status != StepSucceeded && st.Status != StepFailed {
+		st.Status = StepDeleted
+		tt.ended = j.DeletionTimestamp.Time
+	}
+}
+
+// clamp keeps created <= started <= ended: the objects' times are in
+// seconds, the Events' in microseconds.
+func (tt *stepTimes) clamp() {
+	if !tt.started.IsZero() && !tt.created.IsZero() && tt.started.Before(tt.created) {
+		tt.started = tt.created
+	}
+	from := tt.started
+	if from.IsZero() {
+		from = tt.created
+	}
+	if !tt.ended.IsZero() && !from.IsZero() && tt.ended.Before(from) {
+		tt.ended = from
+	}
+}
