@@ -8,8 +8,8 @@
 # Everything lands in ${XDG_CACHE_HOME:-$HOME/.cache}/tesk-knative/knative/<key>:
 #   bin/eventing/<command>, bin/serving/<command>
 #   config/eventing/{core,mt-channel-broker,in-memory-channel}, config/serving/core
-# where <key> is a hash of tools-platform (go.mod, go.sum, tools.go) and the
-# Go version (the Go package test/cluster computes the same key). Prints the
+# where <key> is a hash of tools-platform (go.mod, go.sum, tools.go), this
+# script and the Go version (the Go package test/cluster computes the same key). Prints the
 # cache directory on the last line of its output.
 #
 # Environment:
@@ -23,12 +23,12 @@ BUILD_P="${BUILD_P:-2}"
 mod="$here/tools-platform"
 
 key="$({
-	cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go"
+	cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go" "$here/build-knative.sh"
 	"$GO" env GOVERSION
 } | sha256sum | cut -c1-16)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/tesk-knative/knative/$key"
 
-eventing=(controller webhook mtchannel_broker broker/ingress broker/filter in_memory/channel_controller in_memory/channel_dispatcher apiserver_receive_adapter mtping event_display)
+eventing=(controller webhook mtchannel_broker broker/ingress broker/filter in_memory/channel_controller in_memory/channel_dispatcher apiserver_receive_adapter mtping event_display auth_proxy)
 serving=(controller webhook activator autoscaler queue)
 
 complete() {
@@ -79,6 +79,17 @@ cp -r "$e/config/core" "$cache/config/eventing/core"
 cp -r "$e/config/brokers/mt-channel-broker" "$cache/config/eventing/mt-channel-broker"
 cp -r "$e/config/channels/in-memory-channel" "$cache/config/eventing/in-memory-channel"
 cp -r "$s/config/core" "$cache/config/serving/core"
+chmod -R u+w "$cache/config"
+# Serving's repository links these files from knative.dev/networking and
+# knative.dev/caching into config/core; a module zip holds no links, so they
+# are taken from those modules, at the versions Serving requires.
+n="$(dir knative.dev/networking)"
+c="$(dir knative.dev/caching)"
+for f in certificate domain-claim ingress serverlessservice; do
+	cp "$n/config/$f.yaml" "$cache/config/serving/core/300-resources/$f.yaml"
+done
+cp "$c/config/image.yaml" "$cache/config/serving/core/300-resources/image.yaml"
+cp "$n/config/config-network.yaml" "$cache/config/serving/core/configmaps/network.yaml"
 chmod -R u+w "$cache/config"
 touch "$cache/config/.complete"
 echo "knative: built in $(($(date +%s) - start))s"

@@ -3,12 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -47,56 +44,60 @@ var KnativeChanges = []string{
 	"the job sink, request-reply and the webhook's HorizontalPodAutoscaler left out (config/knative uses none of them)",
 	"config-network: ingress-class is the KIngress stand-in's (" + "standin.ingress.tesk.test" + ")",
 	"config-deployment: " + KnativeImageRegistry + " and dev.local skip tag resolution (already Serving's default), progress deadline 300s",
+	"the ConfigMaps eventing-integrations-images and eventing-transformations-images, which Eventing's release adds from knative-extensions/eventing-integrations (Java images), name " + noImage + " for each key: config/knative makes no IntegrationSource, IntegrationSink or EventTransform",
+	"knative.dev/networking's CRDs and config-network, and knative.dev/caching's Image CRD, which Serving's repository links into config/core, are taken from those modules (a module zip holds no links)",
+}
+
+// noImage is the image the eventing-integrations ConfigMaps name: there is
+// none here.
+const noImage = "not-built-here.invalid/eventing-integrations:none"
+
+// knativeAdded are objects the local cluster adds to Knative's YAML.
+func knativeAdded() []*unstructured.Unstructured {
+	cm := func(name string, keys ...string) *unstructured.Unstructured {
+		data := map[string]any{}
+		for _, k := range keys {
+			data[k] = noImage
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "knative-eventing"},
+			"data":     data,
+		}}
+	}
+	return []*unstructured.Unstructured{
+		cm("eventing-transformations-images", "transform-jsonata"),
+		cm("eventing-integrations-images", "timer-source", "aws-s3-source", "aws-sqs-source", "aws-ddb-streams-source",
+			"log-sink", "aws-s3-sink", "aws-sqs-sink", "aws-sns-sink"),
+	}
 }
 
 // knativeDropped names the objects of Knative's YAML the local cluster does
-// not deploy (kind/namespace/name; a * matches any name with that prefix).
+// not deploy (kind/namespace/name; a kind * matches any kind, a name
+// ending in * any name with that prefix).
 var knativeDropped = []string{
-	"Deployment/knative-eventing/job-sink", "Service/knative-eventing/job-sink",
-	"Deployment/knative-eventing/request-reply", "Service/knative-eventing/request-reply",
+	"*/knative-eventing/job-sink", "*/knative-eventing/request-reply",
 	"HorizontalPodAutoscaler/knative-eventing/*", "PodDisruptionBudget/knative-eventing/*",
 	"HorizontalPodAutoscaler/knative-serving/*", "PodDisruptionBudget/knative-serving/*",
 }
 
 // KnativeCacheDir is where build-knative.sh puts its binaries and YAML: the
-// key hashes tools-platform and the Go version, as the script does.
+// key hashes tools-platform, the script and the Go version, as the script
+// does.
 func KnativeCacheDir() (string, error) {
-	here, err := moduleDir()
+	src, err := SourceDir()
 	if err != nil {
 		return "", err
 	}
-	mod := filepath.Join(here, "tools-platform")
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum", "tools.go"} {
-		b, err := os.ReadFile(filepath.Join(mod, f))
-		if err != nil {
-			return "", err
-		}
-		h.Write(b)
-	}
-	v, err := exec.Command("go", "env", "GOVERSION").Output()
+	key, err := hashFiles(src, []string{"tools-platform/go.mod", "tools-platform/go.sum", "tools-platform/tools.go", "build-knative.sh"}, "")
 	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
+		return "", err
 	}
-	h.Write(v)
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "tesk-knative", "knative", hex.EncodeToString(h.Sum(nil))[:16]), nil
-}
-
-// moduleDir is test/cluster's directory in the checkout.
-func moduleDir() (string, error) {
-	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/elixir-cloud-aai/tesk-knative/test/cluster").Output()
+	base, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("find test/cluster: %w", err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	return filepath.Join(base, "tesk-knative", "knative", key), nil
 }
 
 // knativeCommand is one of Knative's commands as an image.
@@ -116,7 +117,7 @@ var knativeCommands = []knativeCommand{
 	{"eventing", "controller"}, {"eventing", "webhook"}, {"eventing", "mtchannel_broker"},
 	{"eventing", "broker/ingress"}, {"eventing", "broker/filter"},
 	{"eventing", "in_memory/channel_controller"}, {"eventing", "in_memory/channel_dispatcher"},
-	{"eventing", "apiserver_receive_adapter"}, {"eventing", "mtping"}, {"eventing", "event_display"},
+	{"eventing", "apiserver_receive_adapter"}, {"eventing", "mtping"}, {"eventing", "event_display"}, {"eventing", "auth_proxy"},
 	{"serving", "controller"}, {"serving", "webhook"}, {"serving", "activator"}, {"serving", "autoscaler"}, {"serving", "queue"},
 }
 
@@ -194,10 +195,6 @@ func KnativeManifests(cacheDir string) ([]*unstructured.Unstructured, error) {
 			for ko, img := range refs {
 				b = bytes.ReplaceAll(b, []byte(ko), []byte(img))
 			}
-			if i := bytes.Index(b, []byte("ko://")); i >= 0 {
-				end := bytes.IndexAny(b[i:], " \n\"'")
-				return nil, fmt.Errorf("knative YAML %s: no image for %s", f, b[i:i+end])
-			}
 			objs, err := DecodeManifest(b)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
@@ -205,6 +202,11 @@ func KnativeManifests(cacheDir string) ([]*unstructured.Unstructured, error) {
 			for _, o := range objs {
 				if dropped(o) {
 					continue
+				}
+				if y, _ := yaml.Marshal(o.Object); bytes.Contains(y, []byte("ko://")) {
+					i := bytes.Index(y, []byte("ko://"))
+					end := bytes.IndexAny(y[i:], " \n\"'")
+					return nil, fmt.Errorf("knative YAML %s: %s %s: no image for %s", f, o.GetKind(), o.GetName(), y[i:i+end])
 				}
 				if err := adaptKnative(o); err != nil {
 					return nil, fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
@@ -217,12 +219,15 @@ func KnativeManifests(cacheDir string) ([]*unstructured.Unstructured, error) {
 			}
 		}
 	}
-	return append(crds, rest...), nil
+	return append(append(crds, rest...), knativeAdded()...), nil
 }
 
 func dropped(o *unstructured.Unstructured) bool {
 	id := o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
 	for _, d := range knativeDropped {
+		if rest, ok := strings.CutPrefix(d, "*/"); ok {
+			d = o.GetKind() + "/" + rest
+		}
 		if d == id || strings.HasSuffix(d, "*") && strings.HasPrefix(id, strings.TrimSuffix(d, "*")) {
 			return true
 		}
@@ -343,4 +348,30 @@ func available(d *appsv1.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// KingressImage builds the KIngress stand-in's image (cmd/kingress-standin)
+// into dir.
+func KingressImage(ctx context.Context, dir string) (NodeImage, error) {
+	src, err := SourceDir()
+	if err != nil {
+		return NodeImage{}, err
+	}
+	root := filepath.Join(src, "..", "..")
+	bin := filepath.Join(dir, "kingress-bin")
+	if err := ociimage.GoBuild(ctx, "go", root, bin, nil, "./test/cluster/cmd/kingress-standin"); err != nil {
+		return NodeImage{}, err
+	}
+	img, err := ociimage.NewImage(ociimage.Config{
+		Entrypoint: []string{"/kingress-standin"},
+		User:       fmt.Sprintf("%d:%d", ociimage.NonrootUID, ociimage.NonrootUID),
+	}, ociimage.LayerSpec{Tree: ociimage.BinaryTree("kingress-standin", filepath.Join(bin, "kingress-standin")), CreatedBy: "COPY kingress-standin /kingress-standin"})
+	if err != nil {
+		return NodeImage{}, err
+	}
+	tar := filepath.Join(dir, "kingress-standin.tar")
+	if err := ociimage.WriteArchive(tar, img, KnativeIngressImage); err != nil {
+		return NodeImage{}, err
+	}
+	return NodeImage{Ref: KnativeIngressImage, Tar: tar}, nil
 }

@@ -5,11 +5,12 @@
 package tools
 
 import (
+	_ "knative.dev/eventing/cmd/apiserver_receive_adapter"
+	_ "knative.dev/eventing/cmd/auth_proxy"
 	_ "knative.dev/eventing/cmd/broker/filter"
 	_ "knative.dev/eventing/cmd/broker/ingress"
 	_ "knative.dev/eventing/cmd/controller"
 	_ "knative.dev/eventing/cmd/event_display"
-	_ "knative.dev/eventing/cmd/apiserver_receive_adapter"
 	_ "knative.dev/eventing/cmd/in_memory/channel_controller"
 	_ "knative.dev/eventing/cmd/in_memory/channel_dispatcher"
 	_ "knative.dev/eventing/cmd/mtchannel_broker"
