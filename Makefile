@@ -115,11 +115,19 @@ ifneq ($(SERVICES),)
 CLUSTER_UP_FLAGS := -real -services
 NODE_DEPS := node-deps
 endif
+# KNATIVE=1 (SERVICES=1 implied): cluster-up also runs Knative Eventing and
+# Serving on the real node (build-knative.sh builds them).
+KNATIVE ?=
+ifneq ($(KNATIVE),)
+CLUSTER_UP_FLAGS := -real -services -knative
+NODE_DEPS := node-deps
+endif
 
 cluster-bins:
 	GO=$(GO) ./test/cluster/build.sh
 	GO=$(GO) ./test/cluster/build-node.sh
 	GO=$(GO) ./test/cluster/build-services.sh
+	GO=$(GO) ./test/cluster/build-knative.sh
 
 node-deps:
 	./test/cluster/node-deps.sh

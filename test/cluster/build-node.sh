@@ -23,7 +23,8 @@ BUILD_P="${BUILD_P:-2}"
 key="$({
 	cat "$here/tools-node/go.mod" "$here/tools-node/go.sum" \
 		"$here/tools-containerd/go.mod" "$here/tools-containerd/go.sum" \
-		"$here/tools-containerd/cmd/registry/main.go" "$here/tools-containerd/cmd/provisioner/main.go"
+		"$here/tools-containerd/cmd/registry/main.go" "$here/tools-containerd/cmd/provisioner/main.go" \
+		"$here/k8s-version-ldflags.sh"
 	"$GO" env GOVERSION
 } | sha256sum | cut -c1-16)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/tesk-knative/node/$key"
@@ -47,7 +48,9 @@ export CGO_ENABLED=0
 flags=(-p "$BUILD_P" -trimpath -buildvcs=false -ldflags "-s -w")
 echo "building node binaries into $cache/bin (go build -p $BUILD_P)"
 t0=$(date +%s)
-(cd "$here/tools-node" && "$GO" build "${flags[@]}" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
+k8s_version="$(cd "$here/tools-node" && "$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)"
+(cd "$here/tools-node" && "$GO" build -p "$BUILD_P" -trimpath -buildvcs=false \
+	-ldflags "-s -w $("$here/k8s-version-ldflags.sh" "$k8s_version")" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
 echo "  kubelet: $(($(date +%s) - t0))s"
 t0=$(date +%s)
 # Static, without cgo: the btrfs and devmapper snapshotters need cgo and are

@@ -40,6 +40,10 @@ fi
 mkdir -p "$cache"
 export CGO_ENABLED=0
 flags=(-p "$BUILD_P" -trimpath -buildvcs=false -ldflags "-s -w")
+# The Kubernetes binaries report the version they are (the API server's
+# /version, which Knative's components check), as a release build does.
+k8s_version="$(cd "$here/tools" && "$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)"
+k8s_flags=(-p "$BUILD_P" -trimpath -buildvcs=false -ldflags "-s -w $("$here/k8s-version-ldflags.sh" "$k8s_version")")
 
 missing=0
 for b in "${bins[@]}"; do
@@ -50,7 +54,7 @@ if ((missing)); then
 	trap 'rm -rf "$tmp"' EXIT
 	echo "building control plane binaries into $cache/bin (go build -p $BUILD_P)"
 	t0=$(date +%s)
-	(cd "$here/tools" && "$GO" build "${flags[@]}" -o "$tmp/" \
+	(cd "$here/tools" && "$GO" build "${k8s_flags[@]}" -o "$tmp/" \
 		./cmd/etcd \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \

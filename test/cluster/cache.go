@@ -58,6 +58,7 @@ var keyFiles = []string{
 	"tools-knative/go.mod",
 	"tools-knative/go.sum",
 	"tools-knative/cmd/apiserver_receive_adapter/main.go",
+	"k8s-version-ldflags.sh",
 }
 
 // SourceDir returns the directory of this package's sources (test/cluster in

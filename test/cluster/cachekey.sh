@@ -9,7 +9,8 @@ GO="${GO:-go}"
 	cat "$here/tools/go.mod" "$here/tools/go.sum" "$here/tools/cmd/etcd/main.go" \
 		"$here/tools-kwok/go.mod" "$here/tools-kwok/go.sum" \
 		"$here/tools-knative/go.mod" "$here/tools-knative/go.sum" \
-		"$here/tools-knative/cmd/apiserver_receive_adapter/main.go"
+		"$here/tools-knative/cmd/apiserver_receive_adapter/main.go" \
+		"$here/k8s-version-ldflags.sh"
 	echo "knative.dev/serving@v0.51.0"
 	"$GO" env GOVERSION
 } | sha256sum | cut -c1-16

@@ -117,6 +117,16 @@ type Options struct {
 	// (default: ServicesCacheDir()/bin, as build-services.sh writes them).
 	ServicesBinDir string
 
+	// Knative (with RealNode and Services) runs Knative Eventing and
+	// Serving on the real node (knative.go): their images are loaded with
+	// the node's, their YAML applied once the cluster is up, and Start
+	// returns once every Deployment of theirs is Available. It takes
+	// minutes: set Timeout accordingly.
+	Knative bool
+	// KnativeCacheDir holds build-knative.sh's output (default
+	// KnativeCacheDir()).
+	KnativeCacheDir string
+
 	// Detach starts the processes in their own sessions so that they outlive
 	// the calling program (cmd/cluster up). Without it they are killed when
 	// the caller dies.
@@ -182,6 +192,37 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("Nodes %d: must not be negative", opts.Nodes)
 	case opts.Nodes == 0 && !opts.RealNode:
 		opts.Nodes = 1
+	}
+	if opts.Knative && !opts.Services {
+		return nil, errors.New("Knative needs Services (and RealNode): its components are Deployments with Services, DNS and the API server reached from pods")
+	}
+	if opts.Knative {
+		if opts.KnativeCacheDir == "" {
+			dir, err := KnativeCacheDir()
+			if err != nil {
+				return nil, err
+			}
+			opts.KnativeCacheDir = dir
+		}
+		build := opts.BuildNodeImages
+		opts.BuildNodeImages = func(ctx context.Context, dir string) ([]NodeImage, error) {
+			var images []NodeImage
+			if build != nil {
+				var err error
+				if images, err = build(ctx, dir); err != nil {
+					return nil, err
+				}
+			}
+			k, err := KnativeImages(opts.KnativeCacheDir)
+			if err != nil {
+				return nil, err
+			}
+			ingress, err := KingressImage(ctx, dir)
+			if err != nil {
+				return nil, err
+			}
+			return append(append(images, k...), ingress), nil
+		}
 	}
 	if opts.Services && !opts.RealNode {
 		return nil, errors.New("Services needs RealNode: Services, DNS and network policies are the real node's")
@@ -359,6 +400,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err := c.startRealNode(ctx, opts); err != nil {
 			return c, err
 		}
+	}
+	if opts.Knative {
+		t0 := time.Now()
+		if err := c.InstallKnative(ctx, opts.KnativeCacheDir); err != nil {
+			return c, err
+		}
+		logf("Knative Eventing and Serving %s Available (%s)", KnativeVersion, time.Since(t0).Round(time.Millisecond))
 	}
 	logf("cluster ready in %s (state in %s)", time.Since(begin).Round(time.Millisecond), dir)
 	return c, nil

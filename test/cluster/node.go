@@ -107,6 +107,7 @@ var nodeKeyFiles = []string{
 	"tools-containerd/go.sum",
 	"tools-containerd/cmd/registry/main.go",
 	"tools-containerd/cmd/provisioner/main.go",
+	"k8s-version-ldflags.sh",
 }
 
 // NodeCacheDir returns where build-node.sh puts the node's binaries:

@@ -81,6 +81,7 @@ func up(args []string) error {
 	nodes := fl.Int("nodes", -1, "number of fake nodes (default 1, or 0 with -real)")
 	real := fl.Bool("real", false, "also start a real node: kubelet, containerd and runc on this machine (needs root and make cluster-bins)")
 	services := fl.Bool("services", false, "give the real node (implies -real) kube-proxy, cluster DNS, the API server at the kubernetes Service, the Deployment and endpoint controllers and NetworkPolicy enforcement")
+	knative := fl.Bool("knative", false, "run Knative Eventing and Serving on the real node (implies -services; make cluster-bins builds them)")
 	cpu := fl.String("cpu", "32", "CPU capacity of each node")
 	memory := fl.String("memory", "256Gi", "memory capacity of each node")
 	pods := fl.String("pods", "1000", "pod capacity of each node")
@@ -96,6 +97,12 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	begin := time.Now()
+	if *knative {
+		*services = true
+		if *timeout == 2*time.Minute {
+			*timeout = 15 * time.Minute
+		}
+	}
 	if *services {
 		*real = true
 	}
@@ -121,6 +128,7 @@ func up(args []string) error {
 		opts.RealNode = true
 		opts.BuildNodeImages = nodeImages
 		opts.Services = *services
+		opts.Knative = *knative
 	}
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
