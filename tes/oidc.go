@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -93,4 +94,69 @@ func memberOf(claim any, group string) bool {
 		}
 	}
 	return false
+}
+
+// RetryingOIDC is OIDC whose issuer is read in the background, again and
+// again with a growing wait (up to MaxRetryWait) until it answers: a TES API
+// started before its issuer is reachable (or with a wrong one) serves, but
+// is not ready, and says why, rather than exiting.
+type RetryingOIDC struct {
+	config OIDCConfig
+	mu     sync.RWMutex
+	oidc   *OIDC
+	reason string
+}
+
+// MaxRetryWait bounds the wait between two readings of the issuer.
+const MaxRetryWait = time.Minute
+
+// NewRetryingOIDC starts reading the issuer; ctx ends the retries and is
+// kept for fetching its keys later.
+func NewRetryingOIDC(ctx context.Context, c OIDCConfig, logf func(msg string, kv ...any)) *RetryingOIDC {
+	r := &RetryingOIDC{config: c, reason: fmt.Sprintf("reading the OIDC issuer %s", c.Issuer)}
+	go func() {
+		wait := time.Second
+		for {
+			o, err := NewOIDC(ctx, c)
+			r.mu.Lock()
+			if err == nil {
+				r.oidc, r.reason = o, ""
+				r.mu.Unlock()
+				logf("OIDC issuer read", "issuer", c.Issuer)
+				return
+			}
+			r.reason = fmt.Sprintf("%v; trying again in %s", err, wait)
+			r.mu.Unlock()
+			logf("OIDC issuer not read; not ready", "issuer", c.Issuer, "error", err, "retryIn", wait.String())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, MaxRetryWait)
+		}
+	}()
+	return r
+}
+
+// Ready reports why the access control cannot check tokens yet, or nil.
+func (r *RetryingOIDC) Ready() error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.oidc == nil {
+		return errors.New(r.reason)
+	}
+	return nil
+}
+
+// Authenticate verifies the request's bearer token once the issuer was
+// read; before, it answers 503 with the reason.
+func (r *RetryingOIDC) Authenticate(req *http.Request) (Caller, error) {
+	r.mu.RLock()
+	o, reason := r.oidc, r.reason
+	r.mu.RUnlock()
+	if o == nil {
+		return Caller{}, echo.NewHTTPError(http.StatusServiceUnavailable, "not ready: "+reason)
+	}
+	return o.Authenticate(req)
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +127,62 @@ func TestAccessControl(t *testing.T) {
 	}
 	if code, _ := a.as(admin, http.MethodPost, "/tasks/"+id+":cancel", ""); code != http.StatusOK {
 		t.Errorf("an administrator cancels alice's task: %d", code)
+	}
+}
+
+// TestIssuerReadAgainUntilItAnswers: an issuer that does not answer at
+// first keeps the API not ready (503 with the reason, /readyz too); once it
+// answers, tokens are checked.
+func TestIssuerReadAgainUntilItAnswers(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &oidctest.Server{PublicKeys: []oidctest.PublicKey{{PublicKey: key.Public(), KeyID: "k1", Algorithm: oidc.RS256}}}
+	var up atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	s.SetIssuer(hs.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := NewRetryingOIDC(ctx, OIDCConfig{Issuer: hs.URL, Audience: "tesk"}, func(string, ...any) {})
+	a := newAPITestWith(t, o)
+	a.srv.Ready = o.Ready
+	readyz := func() (int, string) {
+		resp, err := http.Get(a.root + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, hs.URL) {
+		t.Errorf("/readyz before the issuer answers: %d %s", code, body)
+	}
+	token := oidctest.SignIDToken(key, "k1", oidc.RS256, fmt.Sprintf(`{"iss":%q,"aud":"tesk","sub":"alice","exp":%d}`, hs.URL, time.Now().Add(time.Hour).Unix()))
+	if code, _ := a.as(token, "GET", "/tasks/task-00000000", ""); code != http.StatusServiceUnavailable {
+		t.Errorf("a request before the issuer answers: %d, want 503", code)
+	}
+	up.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for o.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after the issuer answered: %v", o.Ready())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Errorf("/readyz after: %d %s", code, body)
+	}
+	// Authenticated: the task is looked for (and is not there).
+	if code, body := a.as(token, "GET", "/tasks/task-00000000", ""); code != http.StatusNotFound {
+		t.Errorf("a request with a token after: %d %v, want 404", code, body)
 	}
 }

@@ -98,6 +98,9 @@ type Server struct {
 	// Telemetry, when set, makes each request a span and counts requests
 	// and created tasks.
 	Telemetry *telemetry.API
+	// Ready, when set, says why the API cannot serve yet (GET /readyz
+	// answers 503 with it), or nil.
+	Ready func() error
 }
 
 // ErrorBody is the JSON of every error answer.
@@ -147,6 +150,14 @@ func (s *Server) Echo() *echo.Echo {
 	g.POST("/tasks/:ref", s.cancel)
 	s.extensions(e, g)
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", func(c echo.Context) error {
+		if s.Ready != nil {
+			if err := s.Ready(); err != nil {
+				return c.JSON(http.StatusServiceUnavailable, ErrorBody{Error: "not ready: " + err.Error()})
+			}
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
 	return e
 }
 

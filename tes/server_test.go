@@ -58,6 +58,8 @@ type apiTest struct {
 	url    string
 	client *fake.Clientset
 	sink   *sink
+	srv    *Server
+	root   string // the server's URL, without BasePath
 }
 
 var (
@@ -89,7 +91,7 @@ func newAPITestWith(t *testing.T, auth Authenticator) *apiTest {
 	}
 	api := httptest.NewServer(s.Echo())
 	t.Cleanup(api.Close)
-	return &apiTest{t: t, url: api.URL + BasePath, client: client, sink: sk}
+	return &apiTest{t: t, url: api.URL + BasePath, client: client, sink: sk, srv: s, root: api.URL}
 }
 
 func (a *apiTest) do(method, path, body string) (int, map[string]any) {

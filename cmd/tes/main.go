@@ -18,6 +18,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -168,7 +169,7 @@ func run(args []string, getenv func(string) string) error {
 	}
 	cfg.Steps = sc
 
-	auth, err := authenticator(context.Background(), getenv, o.noAuth, log)
+	auth, ready, err := authenticator(context.Background(), getenv, o.noAuth, log)
 	if err != nil {
 		return err
 	}
@@ -196,7 +197,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api}
+	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api, Ready: ready}
 	if cfg.Sink != "" {
 		// Each event carries the trace context of the request that posts it.
 		rt := telemetry.EventTransport(http.DefaultTransport, tel.Tracer)
@@ -208,7 +209,7 @@ func run(args []string, getenv func(string) string) error {
 	}
 	e := srv.Echo()
 	dash := dashboard.Config{API: tes.BasePath, Auth: "none"}
-	if auth != nil {
+	if _, ok := auth.(*tes.RetryingOIDC); ok {
 		dash.Auth, dash.Issuer, dash.ClientID = "oidc", strings.TrimSpace(getenv("OIDC_ISSUER")), strings.TrimSpace(getenv("OIDC_AUDIENCE"))
 	}
 	dashboard.Mount(e, dash)
@@ -220,7 +221,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Ready", "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", auth != nil, "startup", time.Since(start).String())
+	log.Infow("Serving", "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", auth != nil, "startup", time.Since(start).String())
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -235,12 +236,32 @@ func run(args []string, getenv func(string) string) error {
 	return e.Shutdown(sctx)
 }
 
-// authenticator is the access control: none with --no-auth; else OIDC
-// bearer tokens, which need OIDC_ISSUER and OIDC_AUDIENCE.
-func authenticator(ctx context.Context, getenv func(string) string, noAuth bool, log *zap.SugaredLogger) (tes.Authenticator, error) {
+// Access control modes (TES_AUTH).
+const (
+	authOIDC = "oidc"
+	authNone = "none"
+)
+
+// notConfigured is the access control of a TES API whose mode is not set:
+// it serves nothing but says why it is not ready.
+type notConfigured struct{ reason string }
+
+func (n notConfigured) Authenticate(*http.Request) (tes.Caller, error) {
+	return tes.Caller{}, echo.NewHTTPError(http.StatusServiceUnavailable, "not ready: "+n.reason)
+}
+
+func (n notConfigured) Ready() error { return errors.New(n.reason) }
+
+// authenticator is the access control, as TES_AUTH says: none (also
+// --no-auth), or OIDC bearer tokens of OIDC_ISSUER for OIDC_AUDIENCE, the
+// issuer read in the background until it answers. Without TES_AUTH, OIDC if
+// an issuer is set. A mode that is not set or cannot work is not an exit:
+// the API serves /healthz and answers /readyz and every request with 503
+// and the reason, so that a first deploy says what is missing.
+func authenticator(ctx context.Context, getenv func(string) string, noAuth bool, log *zap.SugaredLogger) (tes.Authenticator, func() error, error) {
+	mode := strings.ToLower(strings.TrimSpace(getenv("TES_AUTH")))
 	if noAuth {
-		log.Warnw("Serving without access control (--no-auth)")
-		return nil, nil
+		mode = authNone
 	}
 	c := tes.OIDCConfig{
 		Issuer:      strings.TrimSpace(getenv("OIDC_ISSUER")),
@@ -248,8 +269,25 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 		GroupsClaim: strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
 		AdminGroup:  strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
 	}
-	if c.Issuer == "" || c.Audience == "" {
-		return nil, errors.New("OIDC_ISSUER and OIDC_AUDIENCE are required (or --no-auth for local development)")
+	if mode == "" && c.Issuer != "" {
+		mode = authOIDC
 	}
-	return tes.NewOIDC(ctx, c)
+	var reason string
+	switch {
+	case mode == authNone:
+		log.Warnw("Serving without access control (TES_AUTH=none): every caller sees and cancels every task")
+		return nil, nil, nil
+	case mode == "":
+		reason = "access control is not set: TES_AUTH=oidc with OIDC_ISSUER and OIDC_AUDIENCE, or TES_AUTH=none on a trusted network"
+	case mode != authOIDC:
+		return nil, nil, fmt.Errorf("TES_AUTH=%q: use oidc or none", mode)
+	case c.Issuer == "" || c.Audience == "":
+		reason = "TES_AUTH=oidc needs OIDC_ISSUER and OIDC_AUDIENCE"
+	default:
+		o := tes.NewRetryingOIDC(ctx, c, log.Infow)
+		return o, o.Ready, nil
+	}
+	log.Errorw("Not ready", "reason", reason)
+	n := notConfigured{reason: reason}
+	return n, n.Ready, nil
 }

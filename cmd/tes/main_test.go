@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -37,16 +41,45 @@ func TestAPIConfig(t *testing.T) {
 	}
 }
 
-func TestAccessNeedsAnIssuer(t *testing.T) {
+// TestAccessIsExplicit: access control is TES_AUTH's (or --no-auth); a
+// mode that is not set, or an issuer that does not answer, is not an exit
+// but a TES API that is not ready and says why.
+func TestAccessIsExplicit(t *testing.T) {
 	log := zap.NewNop().Sugar()
-	if _, err := authenticator(context.Background(), env(nil), false, log); err == nil || !strings.Contains(err.Error(), "OIDC_ISSUER") {
-		t.Errorf("without an issuer: %v, want a refusal to start", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, ready, err := authenticator(ctx, env(nil), false, log)
+	if err != nil || a == nil || ready == nil || ready() == nil || !strings.Contains(ready().Error(), "TES_AUTH") {
+		t.Errorf("nothing set: %v %v, want not ready naming TES_AUTH", a, err)
 	}
-	if a, err := authenticator(context.Background(), env(nil), true, log); err != nil || a != nil {
+	if _, err := a.Authenticate(httptest.NewRequest(http.MethodGet, "/", nil)); err == nil {
+		t.Error("a request was let through while nothing is set")
+	}
+	for _, e := range []map[string]string{{"TES_AUTH": "none"}, {"TES_AUTH": "NONE", "OIDC_ISSUER": "http://x"}} {
+		if a, ready, err := authenticator(ctx, env(e), false, log); err != nil || a != nil || ready != nil {
+			t.Errorf("%v: %v %v, want no access control", e, a, err)
+		}
+	}
+	if a, _, err := authenticator(ctx, env(nil), true, log); err != nil || a != nil {
 		t.Errorf("--no-auth: %v %v", a, err)
 	}
-	if _, err := authenticator(context.Background(), env(map[string]string{"OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "a"}), false, log); err == nil {
-		t.Errorf("an issuer that does not answer: no error")
+	if _, ready, err := authenticator(ctx, env(map[string]string{"TES_AUTH": "oidc", "OIDC_AUDIENCE": "a"}), false, log); err != nil || ready == nil || !strings.Contains(fmt.Sprint(ready()), "OIDC_ISSUER") {
+		t.Errorf("oidc without an issuer: %v", err)
+	}
+	if _, _, err := authenticator(ctx, env(map[string]string{"TES_AUTH": "basic"}), false, log); err == nil {
+		t.Error("TES_AUTH=basic accepted")
+	}
+	// An issuer that does not answer: not ready, the reason names it.
+	_, ready, err = authenticator(ctx, env(map[string]string{"OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "a"}), false, log)
+	if err != nil || ready == nil {
+		t.Fatalf("an issuer that does not answer: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ready() == nil || !strings.Contains(ready().Error(), "127.0.0.1:1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("ready: %v, want the issuer's error", ready())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
