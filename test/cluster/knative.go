@@ -37,13 +37,14 @@ const KnativeImageRegistry = "ko.local"
 const KnativeIngressImage = KnativeImageRegistry + "/kingress-standin:dev"
 
 // KnativeChanges lists what the local cluster changes in Knative's own
-// YAML, in one place (README of test/cluster repeats it):
+// YAML, in one place:
 var KnativeChanges = []string{
 	"ko:// references become images built here (" + KnativeImageRegistry + "/knative-<repo>-<command>:" + KnativeVersion + ")",
 	"CPU requests of Knative's containers lowered to 10m and their CPU limits removed, to fit the node's 2 cores",
 	"the job sink, request-reply and the webhook's HorizontalPodAutoscaler left out (config/knative uses none of them)",
 	"config-network: ingress-class is the KIngress stand-in's (" + "standin.ingress.tesk.test" + ")",
 	"config-deployment: " + KnativeImageRegistry + " and dev.local skip tag resolution (already Serving's default), progress deadline 300s",
+	"config-autoscaler: stable window and scale-to-zero grace period 6s (Knative's least; its defaults are 60s and 30s), so a test sees a revision go back to zero in seconds",
 	"the ConfigMaps eventing-integrations-images and eventing-transformations-images, which Eventing's release adds from knative-extensions/eventing-integrations (Java images), name " + noImage + " for each key: config/knative makes no IntegrationSource, IntegrationSink or EventTransform",
 	"knative.dev/networking's CRDs and config-network, and knative.dev/caching's Image CRD, which Serving's repository links into config/core, are taken from those modules (a module zip holds no links)",
 }
@@ -257,6 +258,11 @@ func adaptKnative(o *unstructured.Unstructured) error {
 			return err
 		}
 		return unstructured.SetNestedField(o.Object, "300s", "data", "progress-deadline")
+	case o.GetKind() == "ConfigMap" && o.GetNamespace() == "knative-serving" && o.GetName() == "config-autoscaler":
+		if err := unstructured.SetNestedField(o.Object, "6s", "data", "stable-window"); err != nil {
+			return err
+		}
+		return unstructured.SetNestedField(o.Object, "6s", "data", "scale-to-zero-grace-period")
 	}
 	return nil
 }

@@ -340,19 +340,8 @@ func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
 		}
 		images = append(images, built...)
 	}
-	imported := map[string]bool{}
-	for _, img := range images {
-		if err := pushToRegistry(ctx, img, n.Registry); err != nil {
-			return fmt.Errorf("image %s into the node's registry: %w", img.Ref, err)
-		}
-		// A tarball carries all its names: one import names them all.
-		if !imported[img.Tar] {
-			if err := n.importImage(ctx, img.Tar); err != nil {
-				return err
-			}
-			imported[img.Tar] = true
-		}
-		n.Images = append(n.Images, img.Ref)
+	if err := n.load(ctx, images); err != nil {
+		return err
 	}
 	c.logf("real node: %d images in the registry and in containerd (%s)", len(images), time.Since(t0).Round(time.Millisecond))
 
@@ -754,6 +743,34 @@ logging:
 func (n *RealNode) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(n.BinDir, binCtr), append([]string{"--address", n.ContainerdSocket, "--namespace", "k8s.io"}, args...)...)
 	return cmd.CombinedOutput()
+}
+
+// LoadImages puts images into the real node's registry and containerd of a
+// running cluster (one started by Start or attached to), as Start does with
+// Options.NodeImages: for images a test builds once the cluster is up.
+func (c *Cluster) LoadImages(ctx context.Context, images ...NodeImage) error {
+	if c.node == nil {
+		return errors.New("load images: the cluster has no real node")
+	}
+	return c.node.load(ctx, images)
+}
+
+func (n *RealNode) load(ctx context.Context, images []NodeImage) error {
+	imported := map[string]bool{}
+	for _, img := range images {
+		if err := pushToRegistry(ctx, img, n.Registry); err != nil {
+			return fmt.Errorf("image %s into the node's registry: %w", img.Ref, err)
+		}
+		// A tarball carries all its names: one import names them all.
+		if !imported[img.Tar] {
+			if err := n.importImage(ctx, img.Tar); err != nil {
+				return err
+			}
+			imported[img.Tar] = true
+		}
+		n.Images = append(n.Images, img.Ref)
+	}
+	return nil
 }
 
 // importImage imports a tarball's images into containerd, under the names
