@@ -13,6 +13,11 @@
 #   HANDLER_IMAGE  the handler's image (default ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest)
 #   TES_IMAGE      the TES API's image (default ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest)
 #   FILER_IMAGE    the filer's image, name:tag (default ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest)
+#   OIDC_ISSUER    the TES API's token issuer (https://... or http://...), set
+#                  in tesk-tes-config; empty: the manifests' value (an empty
+#                  issuer: the TES API is not ready until one is set)
+#   EVENT_DISPLAY_IMAGE  the dead-letter sink's image (default Eventing's
+#                  event_display on gcr.io, as dead-letters.yaml names it)
 #   KUBECTL, KO    the commands (default kubectl, ko)
 #   KUBE_CONTEXT   the kubectl context to deploy to (default: the current one)
 #   KO_DOCKER_REPO see above
@@ -27,6 +32,9 @@ TES_IMAGE="${TES_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest}"
 FILER_IMAGE="${FILER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest}"
 ko_ref="ko://github.com/elixir-cloud-aai/tesk-knative/cmd/handler"
 ko_tes_ref="ko://github.com/elixir-cloud-aai/tesk-knative/cmd/tes"
+event_display_ref="gcr.io/knative-releases/knative.dev/eventing/cmd/event_display"
+EVENT_DISPLAY_IMAGE="${EVENT_DISPLAY_IMAGE:-$event_display_ref}"
+OIDC_ISSUER="${OIDC_ISSUER:-}"
 
 die() { echo "deploy: $*" >&2; exit 1; }
 
@@ -42,9 +50,12 @@ if [[ "$last" == *:* ]]; then
 	filer_tag="${last##*:}"
 	filer_name="${FILER_IMAGE%:*}"
 fi
-for v in "$HANDLER_IMAGE" "$TES_IMAGE" "$filer_name" "$filer_tag"; do
+for v in "$HANDLER_IMAGE" "$TES_IMAGE" "$filer_name" "$filer_tag" "$EVENT_DISPLAY_IMAGE"; do
 	[[ "$v" =~ ^[A-Za-z0-9._/:@-]+$ ]] || die "not an image reference: $v"
 done
+if [[ -n "$OIDC_ISSUER" && ! "$OIDC_ISSUER" =~ ^https?://[A-Za-z0-9._:/%~-]+$ ]]; then
+	die "OIDC_ISSUER=$OIDC_ISSUER: give the issuer's URL, https://host[:port][/path]"
+fi
 
 command -v "$KUBECTL" >/dev/null || die "$KUBECTL not found: install kubectl (https://kubernetes.io/docs/tasks/tools/)"
 k() {
@@ -65,9 +76,15 @@ render() {
 	fi
 }
 
+issuer_edit=()
+if [[ -n "$OIDC_ISSUER" ]]; then
+	issuer_edit=(-e "s|^([[:space:]]+OIDC_ISSUER:).*$|\1 \"$OIDC_ISSUER\"|")
+fi
 manifests="$(render | sed -E \
 	-e "s|^([[:space:]]+FILER_NAME:).*$|\1 \"$filer_name\"|" \
-	-e "s|^([[:space:]]+FILER_VERSION:).*$|\1 \"$filer_tag\"|")"
+	-e "s|^([[:space:]]+FILER_VERSION:).*$|\1 \"$filer_tag\"|" \
+	-e "s|$event_display_ref|$EVENT_DISPLAY_IMAGE|g" \
+	"${issuer_edit[@]}")"
 if grep -q "ko://" <<<"$manifests"; then
 	die "a ko:// reference is left in the manifests"
 fi
