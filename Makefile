@@ -16,13 +16,14 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
+	cd test/helm && $(GO) vet ./...
 
 # The whole suite: unit tests, filer tests against real servers, the local
 # control plane's own tests, the end-to-end tests (the dashboard's in
 # headless Chromium among them) and the manifest checks (the tests that need
 # a cluster, servers or a browser carry the build tag e2e). It builds (or
 # reuses from the cache) and installs everything it needs first.
-test: cluster-bins node-deps filer-deps image-deps browser-deps vet
+test: cluster-bins node-deps filer-deps image-deps browser-deps vet test-helm
 	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
@@ -227,3 +228,13 @@ test-filer: filer-deps
 # minutes; FILER_BENCH_REPS runs each, default 3).
 bench-filer: filer-deps
 	$(GO) test -tags e2e -count=1 -run '^$$' -bench BenchmarkFiler -benchtime 1x -timeout 30m ./filer/
+
+# The Helm chart (charts/tesk-knative): lint, template tests and schema
+# refusals with the Helm v4 SDK (test/helm, a module of its own).
+.PHONY: test-helm chart
+test-helm:
+	cd test/helm && $(GO) test -count=1 ./...
+
+# The chart packaged into dist/.
+chart:
+	cd test/helm && $(GO) run ./cmd/package -out ../../dist

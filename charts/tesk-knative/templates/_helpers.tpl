@@ -1,0 +1,12 @@
+{{/* An image reference from {repository, tag}; an empty tag leaves the repository as it is (a ko:// path or a digest). */}}
+{{- define "tesk-knative.image" -}}
+{{- if .tag -}}{{ .repository }}:{{ .tag }}{{- else -}}{{ .repository }}{{- end -}}
+{{- end -}}
+{{- define "tesk-knative.validate" -}}
+{{- if eq .Values.namespaces.platform .Values.namespaces.tasks -}}
+{{- fail "namespaces.platform and namespaces.tasks must differ: the tasks run users' code in a namespace of their own" -}}
+{{- end -}}
+{{- if and (eq .Values.auth.mode "oidc") (not .Values.auth.oidc.issuer) -}}
+{{- fail "auth.mode is oidc: set auth.oidc.issuer to your issuer's URL (or auth.mode=none on a trusted network)" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,131 @@
+// Package helm renders, lints, installs, upgrades and uninstalls the chart
+// charts/tesk-knative with the Helm v4 SDK (no helm binary).
+package helm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/cli"
+	kubefake "helm.sh/helm/v4/pkg/kube/fake"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage"
+	"helm.sh/helm/v4/pkg/storage/driver"
+)
+
+// ChartDir is the chart's folder in the repository.
+func ChartDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "charts", "tesk-knative")
+}
+
+// Render renders the chart as helm template does, with vals over
+// values.yaml, and returns its manifest.
+func Render(vals map[string]any) (string, error) {
+	chrt, err := loader.Load(ChartDir())
+	if err != nil {
+		return "", err
+	}
+	cfg := action.NewConfiguration()
+	cfg.KubeClient = &kubefake.PrintingKubeClient{Out: io.Discard}
+	cfg.Releases = storage.Init(driver.NewMemory())
+	inst := action.NewInstall(cfg)
+	inst.DryRunStrategy = action.DryRunClient
+	inst.ReleaseName = "tesk-knative"
+	inst.Namespace = "tesk"
+	inst.Replace = true
+	kv, err := common.ParseKubeVersion("v1.33.0")
+	if err != nil {
+		return "", err
+	}
+	inst.KubeVersion = kv
+	r, err := inst.Run(chrt, vals)
+	if err != nil {
+		return "", err
+	}
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return "", fmt.Errorf("unexpected release type %T", r)
+	}
+	return rel.Manifest, nil
+}
+
+// Lint lints the chart with vals, as helm lint --strict does; it returns
+// every error and warning.
+func Lint(vals map[string]any) []string {
+	l := action.NewLint()
+	l.Strict = true
+	res := l.Run([]string{ChartDir()}, vals)
+	var out []string
+	for _, e := range res.Errors {
+		out = append(out, e.Error())
+	}
+	for _, m := range res.Messages {
+		if m.Severity > 1 {
+			out = append(out, m.Error())
+		}
+	}
+	return out
+}
+
+func config(kubeconfig, namespace string) (*action.Configuration, error) {
+	settings := cli.New()
+	settings.KubeConfig = kubeconfig
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
+	if err := cfg.Init(settings.RESTClientGetter(), namespace, "secret"); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Install installs the chart as release name (its record in namespace) on
+// the cluster of kubeconfig, with vals over values.yaml.
+func Install(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) error {
+	cfg, err := config(kubeconfig, namespace)
+	if err != nil {
+		return err
+	}
+	chrt, err := loader.Load(ChartDir())
+	if err != nil {
+		return err
+	}
+	inst := action.NewInstall(cfg)
+	inst.ReleaseName = name
+	inst.Namespace = namespace
+	inst.CreateNamespace = true
+	_, err = inst.RunWithContext(ctx, chrt, vals)
+	return err
+}
+
+// Upgrade upgrades release name to the chart with vals over values.yaml.
+func Upgrade(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) error {
+	cfg, err := config(kubeconfig, namespace)
+	if err != nil {
+		return err
+	}
+	chrt, err := loader.Load(ChartDir())
+	if err != nil {
+		return err
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace = namespace
+	_, err = up.RunWithContext(ctx, name, chrt, vals)
+	return err
+}
+
+// Uninstall uninstalls release name.
+func Uninstall(kubeconfig, namespace, name string) error {
+	cfg, err := config(kubeconfig, namespace)
+	if err != nil {
+		return err
+	}
+	_, err = action.NewUninstall(cfg).Run(name)
+	return err
+}

@@ -1,0 +1,104 @@
+package helm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var oidc = map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://login.example.org/oidc/"}}}
+
+func TestLint(t *testing.T) {
+	for _, vals := range []map[string]any{oidc, {"auth": map[string]any{"mode": "none"}}} {
+		if msgs := Lint(vals); len(msgs) > 0 {
+			t.Errorf("lint %v: %s", vals, strings.Join(msgs, "\n"))
+		}
+	}
+}
+
+// Every value of values.yaml is set to something other than its default and
+// shows in the rendering.
+func TestTemplateValues(t *testing.T) {
+	cases := []struct {
+		name string
+		vals map[string]any
+		want []string
+	}{
+		{"namespaces", map[string]any{"auth": map[string]any{"mode": "none"}, "namespaces": map[string]any{"platform": "p1", "tasks": "t1"}},
+			[]string{"namespace: p1", "namespace: t1", `NAMESPACE: "t1"`, "kubernetes.io/metadata.name: t1"}},
+		{"images", map[string]any{"auth": map[string]any{"mode": "none"}, "images": map[string]any{
+			"handler": map[string]any{"repository": "r/h", "tag": "v1"},
+			"tes":     map[string]any{"repository": "r/t", "tag": ""},
+			"filer":   map[string]any{"repository": "r/f", "tag": "v3"}}},
+			[]string{"image: r/h:v1", "image: r/t\n", `FILER_NAME: "r/f"`, `FILER_VERSION: "v3"`}},
+		{"auth", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://i.example/", "audience": "aud", "groupsClaim": "g", "adminGroup": "admins"}}},
+			[]string{`TES_AUTH: "oidc"`, `OIDC_ISSUER: "https://i.example/"`, `OIDC_AUDIENCE: "aud"`, `OIDC_GROUPS_CLAIM: "g"`, `OIDC_ADMIN_GROUP: "admins"`}},
+		{"tasks", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": 5, "filerRetries": 1, "podTimeoutSeconds": 60, "maxQueueSeconds": 3600, "ttlSeconds": 86400}},
+			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`}},
+		{"trustEvents", map[string]any{"auth": map[string]any{"mode": "none"}, "trustEvents": true}, []string{`TRUST_EVENTS: "true"`}},
+	}
+	covered := map[string]bool{}
+	for _, c := range cases {
+		out, err := Render(c.vals)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: rendering lacks %q", c.name, w)
+			}
+		}
+		leaves("", c.vals, covered)
+	}
+	defaults := map[string]any{}
+	if err := yamlUnmarshalFile(filepath.Join(ChartDir(), "values.yaml"), &defaults); err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]bool{}
+	leaves("", defaults, all)
+	for k := range all {
+		if !covered[k] {
+			t.Errorf("value %s of values.yaml has no template test", k)
+		}
+	}
+}
+
+func leaves(prefix string, m map[string]any, into map[string]bool) {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			leaves(prefix+k+".", sub, into)
+			continue
+		}
+		into[prefix+k] = true
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"no auth mode", nil, "auth"},
+		{"unknown auth mode", map[string]any{"auth": map[string]any{"mode": "basic"}}, "/auth/mode"},
+		{"oidc without issuer", map[string]any{"auth": map[string]any{"mode": "oidc"}}, "set auth.oidc.issuer"},
+		{"issuer not a URL", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "login.example"}}}, "issuer"},
+		{"same namespace", map[string]any{"auth": map[string]any{"mode": "none"}, "namespaces": map[string]any{"platform": "x", "tasks": "x"}}, "must differ"},
+		{"bad namespace", map[string]any{"auth": map[string]any{"mode": "none"}, "namespaces": map[string]any{"platform": "Tesk"}}, "/namespaces/platform"},
+		{"negative retries", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": -1}}, "executorRetries"},
+		{"unknown value", map[string]any{"auth": map[string]any{"mode": "none"}, "typo": 1}, "typo"},
+	}
+	for _, c := range cases {
+		_, err := Render(c.vals)
+		if err == nil {
+			t.Errorf("%s: rendered", c.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q lacks %q", c.name, err, c.want)
+		}
+	}
+}
+
+var _ = os.ReadFile
