@@ -5,6 +5,10 @@ GO ?= go
 # Test timeouts: the whole suite runs well within CI's 90 minutes.
 TEST_TIMEOUT ?= 40m
 
+# Build tags of the tests that need more than Go: integration (real FTP, S3
+# and HTTP servers on loopback, runc), e2e (the local cluster, a browser).
+TEST_TAGS ?= integration,e2e
+
 .PHONY: all build test test-unit e2e dev demo bench vet
 all: build
 
@@ -15,16 +19,17 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./...
+	$(GO) vet -tags $(TEST_TAGS) ./...
 	cd test/helm && $(GO) vet ./...
 
 # The whole suite: unit tests, filer tests against real servers, the local
 # control plane's own tests, the end-to-end tests (the dashboard's in
-# headless Chromium among them) and the manifest checks (the tests that need
-# a cluster, servers or a browser carry the build tag e2e). It builds (or
-# reuses from the cache) and installs everything it needs first.
+# headless Chromium among them) and the manifest checks (TEST_TAGS: the tests
+# that need servers or runc carry the build tag integration, those that need a
+# cluster or a browser e2e). It builds (or reuses from the cache) and installs
+# everything it needs first.
 test: cluster-bins node-deps filer-deps image-deps browser-deps vet test-helm
-	$(GO) test -tags e2e -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -tags $(TEST_TAGS) -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
 # the layer that talks to the API server on a fake clientset; nothing built,
@@ -185,7 +190,7 @@ image:
 images-all:
 	$(GO) run ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
 
-# What hack/ociimage and its end-to-end test need from Debian's packages
+# What hack/ociimage and its integration test need from Debian's packages
 # (ca-certificates, busybox-static, runc): installed once, then only checked.
 image-deps:
 	./hack/image-deps.sh
@@ -221,13 +226,13 @@ filer-deps:
 # The filer against real servers on loopback (versitygw for S3, vsftpd for
 # FTP, net/http), with the taskspec helpers it relies on.
 test-filer: filer-deps
-	$(GO) test -tags e2e -count=1 -timeout 15m ./taskspec/... ./filer/... ./cmd/filer/...
+	$(GO) test -tags integration -count=1 -timeout 15m ./taskspec/... ./filer/... ./cmd/filer/...
 
 # One 1 GiB file and 1,000 small files each way through S3 and HTTP on
 # loopback: MB/s, files/s and peak RSS of the filer next to curl's (a few
 # minutes; FILER_BENCH_REPS runs each, default 3).
 bench-filer: filer-deps
-	$(GO) test -tags e2e -count=1 -run '^$$' -bench BenchmarkFiler -benchtime 1x -timeout 30m ./filer/
+	$(GO) test -tags integration -count=1 -run '^$$' -bench BenchmarkFiler -benchtime 1x -timeout 30m ./filer/
 
 # The Helm chart (charts/tesk-knative): lint, template tests and schema
 # refusals with the Helm v4 SDK (test/helm, a module of its own).

@@ -4,7 +4,7 @@
 #   - ca-certificates: the CA bundle of the handler's, TES API's and filer's
 #     images (/etc/ssl/certs/ca-certificates.crt);
 #   - busybox-static: the static busybox of the stand-in images;
-#   - runc: the e2e test runs the busybox stand-in and pause with it.
+#   - runc: the integration test runs the busybox stand-in and pause with it.
 # Needs root for the packages (as in CI).
 set -euo pipefail
 

@@ -2,417 +2,468 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
-	"go.uber.org/zap"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
-	"knative.dev/pkg/logging"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// Runner reads a task's state from the cluster, decides, and applies the
-// plan. It holds no state of its own between calls.
-type Runner struct {
-	Client kubernetes.Interface
-	Config Config
-	// Log is the logger when the context carries none (knative.dev/pkg/logging).
-	Log *zap.SugaredLogger
-	// Now is the clock (time.Now if nil).
-	Now func() time.Time
-	// Backoff bounds the retries of transient API errors within a call, and
-	// spaces the attempts of a step whose anchor changed under it.
-	Backoff wait.Backoff
-	// PageSize is how many objects a LIST of the sweep asks for at a time
-	// (DefaultPageSize if 0).
-	PageSize int
-	// Events records the task's story as Kubernetes Events on its anchor
-	// (nil: none).
-	Events events.EventRecorder
-	// Sleep waits between attempts of a step (nil: a timer that the
-	// context ends).
-	Sleep func(context.Context, time.Duration) error
+// stepOutcome says how the application of a plan ended.
+type stepOutcome int
+
+const (
+	// finished: the plan is applied (or an error is returned).
+	finished stepOutcome = iota
+	// again: an action changed what the step decides on (it ended a part
+	// itself): decide again at once.
+	again
+	// conflicted: the anchor changed under the step: decide again from a
+	// fresh read, after a backoff.
+	conflicted
+)
+
+// step is the application of one plan to one task.
+type step struct {
+	r      *Runner
+	anchor *corev1.ConfigMap
+	a      Anchor
+	// spec is the task, decoded on first use.
+	spec *taskspec.Task
 }
 
-// DefaultBackoff retries a transient API error 5 times, from 50 ms, doubling,
-// for at most about 1.5 s in all.
-var DefaultBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 5, Cap: time.Second}
-
-// maxAttempts bounds how often a step is decided again after the anchor
-// changed under it (a conflict) or an action changed what it decides on.
-const maxAttempts = 5
-
-// Result is what a step did.
-type Result struct {
-	Task      string   `json:"task"`
-	Namespace string   `json:"namespace"`
-	State     string   `json:"state"`
-	Actions   []Action `json:"actions"`
-	Message   string   `json:"message,omitempty"`
-	// Ended is the final state the step wrote on the anchor, if it ended
-	// the task.
-	Ended string `json:"ended,omitempty"`
-}
-
-// ErrUnknownTask is returned for a task without an anchor.
-var ErrUnknownTask = errors.New("unknown task")
-
-// BadInputError is an input that can never succeed; it changed nothing.
-type BadInputError struct{ Err error }
-
-func (e *BadInputError) Error() string { return e.Err.Error() }
-func (e *BadInputError) Unwrap() error { return e.Err }
-
-func (r *Runner) log(ctx context.Context) *zap.SugaredLogger {
-	if l := logging.FromContext(ctx); l != nil {
-		return l
-	}
-	if r.Log != nil {
-		return r.Log
-	}
-	return zap.NewNop().Sugar()
-}
-
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
-func (r *Runner) backoff() wait.Backoff {
-	if r.Backoff.Steps == 0 {
-		return DefaultBackoff
-	}
-	return r.Backoff
-}
-
-// call runs one API request, retrying transient errors with bounded backoff.
-// A conflict (409: AlreadyExists, or a write on a resourceVersion that
-// changed) is not tried again as it is: the caller reads again and decides.
-func (r *Runner) call(ctx context.Context, fn func(context.Context) error) error {
-	return retry.OnError(r.backoff(), func(err error) bool {
-		return IsTransient(err) && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil
-	}, func() error {
-		return fn(ctx)
-	})
-}
-
-func taskSelector(task string) string {
-	return labels.Set{taskmeta.LabelTask: task}.String()
-}
-
-// Options of one step.
-type Options struct {
-	// Event is the id of the event handled.
-	Event string
-	// Pods: also read the task's pods, for the checks of pods that cannot
-	// start or be scheduled.
-	Pods bool
-	// Spec is the task decoded from the event (at submission).
-	Spec *taskspec.Task
-	// GoneJob is a job the event reported deleted.
-	GoneJob string
-	// Job is the job the event is about, read together with the anchor.
-	Job string
-	// Seen is that job as the event carried it, if it has ended (its
-	// conditions are final): it is not read again.
-	Seen *batchv1.Job
-	// Submit: the step is the task's submission, which may start it.
-	Submit bool
-}
-
-// Reconcile reads the task, decides its next step and applies it. When the
-// anchor changed under the step (a conflict), the step waits a bounded,
-// growing, jittered while and decides again from a fresh read.
-func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (Result, error) {
-	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
-	wait := r.backoff()
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts)
+// apply carries out a plan: the progress first, the actions in order, the
+// final state last (behaviour §6).
+func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
+	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec}
+	rv := anchor.ResourceVersion
+	if plan.Progress != nil {
+		ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
+		plan.addTTL(ann)
+		var err error
+		rv, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
+			"labels":      map[string]string{taskmeta.LabelTask: anchor.Name},
+			"annotations": ann,
+		})
+		if apierrors.IsConflict(err) {
+			return conflicted, nil
+		}
 		if err != nil {
-			return res, err
+			return finished, err
 		}
-		if part, ok := stale(anchor, opts); ok {
-			// A later change of a job the task is already past (e.g. its
-			// Complete condition after SuccessCriteriaMet): nothing to do.
-			res.Message = fmt.Sprintf("job %s is done; the task is past it", taskmeta.ObjectName(task, part))
-			return res, nil
+		if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
+			r.event(anchor, false, EventStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
 		}
-		obs, err := r.observe(ctx, anchor, opts, hinted)
+	}
+	for _, act := range plan.Actions {
+		res.Actions = append(res.Actions, act)
+		if next, err := st.do(ctx, act); err != nil || next != finished {
+			return next, err
+		}
+	}
+	if plan.Final != nil {
+		ann := finalAnnotations(plan.Final, r.now())
+		plan.addTTL(ann)
+		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": ann})
+		if apierrors.IsConflict(err) {
+			return conflicted, nil
+		}
 		if err != nil {
-			return res, err
+			return finished, err
 		}
-		plan := Decide(obs, r.Config, r.now())
-		r.logNotes(ctx, task, plan.Notes)
-		res.State = plan.State
-		next, err := r.apply(ctx, anchor, obs, plan, &res)
-		switch {
-		case err != nil:
-			return res, err
-		case next == finished && obs.Unreadable != "":
-			// The task ended as it can never run; the event is bad input.
-			return res, &BadInputError{Err: errors.New(obs.Unreadable)}
-		case next == finished:
-			return res, nil
-		case next == conflicted:
-			if err := r.sleep(ctx, wait.Step()); err != nil {
-				return res, err
-			}
+		res.Ended = plan.Final.State
+		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
+		note := plan.Final.State
+		if plan.Final.Reason != "" {
+			note += ": " + strings.ReplaceAll(plan.Final.Reason, "\n", "; ")
 		}
+		r.event(anchor, plan.Final.State != StateComplete && plan.Final.State != StateCanceled, EventEnded, "%s", note)
 	}
-	return res, fmt.Errorf("task %s changed under %d attempts of the step; try again", task, maxAttempts)
+	return finished, nil
 }
 
-// sleep waits for d, or until the context ends.
-func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
-	if r.Sleep != nil {
-		return r.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// finalAnnotations are the anchor's annotations of a task that ended.
+func finalAnnotations(f *Final, now time.Time) map[string]string {
+	return map[string]string{
+		taskmeta.AnnotationState:  f.State,
+		taskmeta.AnnotationEnded:  now.UTC().Format(time.RFC3339),
+		taskmeta.AnnotationReason: f.Reason,
 	}
 }
 
-// stale reports whether the event is about a job that the task recorded as
-// done, and asks for nothing else.
-func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
-	t, part, ok := taskmeta.SplitJobName(opts.Job)
-	if !ok || t != anchor.Name || opts.GoneJob != "" || opts.Pods || opts.Spec != nil {
-		return "", false
+// do carries out one action.
+func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
+	switch act.Kind {
+	case CreatePVC:
+		return st.createPVC(ctx, act)
+	case CreateJob:
+		return st.createJob(ctx, act)
+	case FailJob:
+		return st.failJob(ctx, act)
+	case DeleteJob:
+		return st.deleteJob(ctx, act.Part, act.Reason)
+	case DeletePVC:
+		st.deletePVC(ctx)
+		return finished, nil
+	case ReleasePVC:
+		st.releasePVC(ctx)
+		return finished, nil
+	case RecordOutputFileLogs:
+		st.recordOutputFileLogs(ctx, taskmeta.ObjectName(st.a.Name, act.Part))
+		return finished, nil
+	case DeleteTask:
+		return finished, st.deleteTask(ctx, act)
 	}
-	if anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled || anchor.Annotations[taskmeta.AnnotationState] != "" {
-		return "", false
-	}
-	prog, err := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
-	if err != nil || !prog.IsDone(part) {
-		return "", false
-	}
-	if prog.Last != nil && opts.Event != "" && prog.Last.Event == opts.Event {
-		// The task went past the job by this very event's record: the
-		// step is a redelivery (or a retry after a lost answer) that must
-		// finish what the record started (behaviour §6.3).
-		return "", false
-	}
-	return part, true
+	return finished, fmt.Errorf("unknown action %q", act.Kind)
 }
 
-// readAnchor reads the task's anchor and, at the same time, the job the event
-// named (most often the one the step looks at), unless the event carried
-// that job once it had ended: its end is final.
-func (r *Runner) readAnchor(ctx context.Context, ns, task string, opts Options) (*corev1.ConfigMap, map[string]*batchv1.Job, error) {
-	hinted := map[string]*batchv1.Job{}
-	job := opts.Job
-	t, _, ok := taskmeta.SplitJobName(job)
-	if ok && t == task && opts.Seen != nil && opts.Seen.Name == job && taskmeta.StatusOf(opts.Seen) != taskmeta.JobRunning {
-		hinted[job] = opts.Seen
-		ok = false
+// needSpec returns the task; one that cannot be read ends the part.
+func (st *step) needSpec(ctx context.Context, part string) (*taskspec.Task, stepOutcome, error) {
+	if st.spec != nil {
+		return st.spec, finished, nil
 	}
-	var wg sync.WaitGroup
-	var jerr error
-	if ok && t == task {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var j *batchv1.Job
-			j, jerr = r.getJob(ctx, ns, job)
-			hinted[job] = j
-		}()
-	}
-	anchor, err := r.getAnchor(ctx, ns, task)
-	wg.Wait()
+	spec, err := st.r.anchorSpec(st.anchor)
 	if err != nil {
-		return nil, nil, err
+		st.r.log(ctx).Errorw("The task cannot be read; it stops", "task", st.a.Name, "error", err)
+		next, err := st.endPart(ctx, part, fmt.Sprintf("The task cannot be read: %v", err), false)
+		return nil, next, err
 	}
-	if jerr != nil {
-		delete(hinted, job) // read it again in observe
-	}
-	return anchor, hinted, nil
+	st.r.logWarnings(ctx, st.a.Name, spec)
+	st.spec = spec
+	return spec, finished, nil
 }
 
-func (r *Runner) getAnchor(ctx context.Context, ns, task string) (*corev1.ConfigMap, error) {
-	var cm *corev1.ConfigMap
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		cm, err = r.Client.CoreV1().ConfigMaps(ns).Get(ctx, task, metav1.GetOptions{})
+func (st *step) createPVC(ctx context.Context, act Action) (stepOutcome, error) {
+	spec, next, err := st.needSpec(ctx, act.Part)
+	if spec == nil {
+		return next, err
+	}
+	err = st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Create(ctx, BuildPVC(st.a, spec, st.r.Config), metav1.CreateOptions{})
 		return err
 	})
-	if apierrors.IsNotFound(err) {
-		return nil, ErrUnknownTask
+	if apierrors.IsAlreadyExists(err) {
+		return finished, nil
 	}
-	return cm, err
+	return st.created(ctx, act, err)
 }
 
-// getJob reads a job; nil if there is none.
-func (r *Runner) getJob(ctx context.Context, ns, name string) (*batchv1.Job, error) {
+func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) {
+	spec, next, err := st.needSpec(ctx, act.Part)
+	if spec == nil {
+		return next, err
+	}
 	var job *batchv1.Job
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		job, err = r.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if i, ok := taskmeta.ExecutorIndex(act.Part); ok {
+		if i >= len(spec.Executors) {
+			return st.endPart(ctx, act.Part, fmt.Sprintf("The task's progress names executor %d, but the task has %d", i, len(spec.Executors)), false)
+		}
+		job = BuildExecutorJob(st.a, spec, i, st.r.Config)
+	} else {
+		job = BuildFilerJob(st.a, act.Part, st.r.Config)
+	}
+	err = st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Create(ctx, job, metav1.CreateOptions{})
 		return err
 	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	if apierrors.IsAlreadyExists(err) {
+		return st.checkOurs(ctx, act)
 	}
-	return job, err
-}
-
-// observe reads what the decision needs: the jobs started and not done, by
-// name (so that a step costs the same in a namespace of ten thousand tasks),
-// and the task's pods when asked for.
-func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options, hinted map[string]*batchv1.Job) (Observed, error) {
-	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec, Jobs: map[string]*batchv1.Job{}}
-	prog, _ := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
-	if t, part, ok := taskmeta.SplitJobName(opts.GoneJob); ok && t == anchor.Name {
-		obs.Gone = part
-	}
-	if anchor.Annotations[taskmeta.AnnotationState] != "" {
-		return obs, nil
-	}
-	if prog.Parts == nil && obs.Spec == nil && opts.Submit {
-		// Only a submission starts a task; other events of a task not
-		// submitted yet find it QUEUED.
-		spec, err := r.anchorSpec(anchor)
-		if err != nil {
-			obs.Unreadable = err.Error()
+	if err == nil {
+		st.r.event(st.anchor, false, EventJobCreate, "Created job %s", job.Name)
+		if st.r.Config.Debug {
+			st.r.log(ctx).Debugw("Created job", "task", st.a.Name, "job", job.Name, "manifest", jobManifest(job))
 		} else {
-			r.logWarnings(ctx, anchor.Name, spec)
-			obs.Spec = spec
+			st.r.log(ctx).Infow("Created job", "task", st.a.Name, "job", job.Name)
 		}
 	}
-	for _, part := range prog.Running() {
-		name := taskmeta.ObjectName(anchor.Name, part)
-		job, ok := hinted[name]
-		if !ok {
-			var err error
-			if job, err = r.getJob(ctx, anchor.Namespace, name); err != nil {
-				return obs, err
+	return st.created(ctx, act, err)
+}
+
+// jobManifest is a job as YAML for the debug log, with URLs shown without
+// their queries and user info, and the FTP credentials hidden.
+func jobManifest(job *batchv1.Job) string {
+	j := job.DeepCopy()
+	for _, list := range [][]corev1.Container{j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			for k := range c.Env {
+				if hiddenEnv[c.Env[k].Name] && c.Env[k].Value != "" {
+					c.Env[k].Value = "<hidden>"
+				} else {
+					c.Env[k].Value = taskspec.RedactURLs(c.Env[k].Value)
+				}
+			}
+			for k := range c.Args {
+				c.Args[k] = taskspec.RedactURLs(c.Args[k])
+			}
+			for k := range c.Command {
+				c.Command[k] = taskspec.RedactURLs(c.Command[k])
 			}
 		}
-		if job != nil {
-			obs.Jobs[part] = job
-		}
 	}
-	if opts.Pods {
-		var pods *corev1.PodList
-		if err := r.call(ctx, func(ctx context.Context) (err error) {
-			pods, err = r.Client.CoreV1().Pods(anchor.Namespace).List(ctx, metav1.ListOptions{LabelSelector: taskSelector(anchor.Name)})
-			return err
-		}); err != nil {
-			return obs, err
-		}
-		obs.Pods = podPointers(pods.Items)
-	}
-	return obs, nil
-}
-
-func jobsByPart(task string, items []batchv1.Job) map[string]*batchv1.Job {
-	jobs := make(map[string]*batchv1.Job, len(items))
-	for i := range items {
-		if t, part, ok := taskmeta.SplitJobName(items[i].Name); ok && t == task {
-			jobs[part] = &items[i]
-		}
-	}
-	return jobs
-}
-
-func podPointers(items []corev1.Pod) []*corev1.Pod {
-	pods := make([]*corev1.Pod, len(items))
-	for i := range items {
-		pods[i] = &items[i]
-	}
-	return pods
-}
-
-// anchorSpec decodes the task stored on its anchor and checks its executors
-// against the allow-list (behaviour §8.8).
-func (r *Runner) anchorSpec(anchor *corev1.ConfigMap) (*taskspec.Task, error) {
-	data, ok := anchor.BinaryData[taskspec.ConfigMapKey]
-	if !ok {
-		if s, ok := anchor.Data[taskspec.ConfigMapKey]; ok {
-			data = []byte(s)
-		} else {
-			return nil, fmt.Errorf("ConfigMap %s has no %s", anchor.Name, taskspec.ConfigMapKey)
-		}
-	}
-	spec, err := taskspec.DecodeGzip(data)
+	b, err := yaml.Marshal(j)
 	if err != nil {
-		return nil, err
+		return fmt.Sprintf("(job %s: %v)", j.Name, err)
 	}
-	return spec, r.admit(spec, anchor.Namespace)
+	return string(b)
 }
 
-// admit checks a task's executors against the allow-list.
-func (r *Runner) admit(spec *taskspec.Task, ns string) error {
-	if err := Admit(spec, ns, r.Config); err != nil {
-		return fmt.Errorf("task refused: %w", err)
+// hiddenEnv are the variables whose values the debug log never shows.
+var hiddenEnv = map[string]bool{"TESK_FTP_USERNAME": true, "TESK_FTP_PASSWORD": true}
+
+// created handles the answer to a create: an object the API server rejects
+// (invalid, forbidden by a policy or a quota) can never be created as it is,
+// so the task stops at once with the server's message (behaviour §8.6);
+// other errors are tried again.
+func (st *step) created(ctx context.Context, act Action, err error) (stepOutcome, error) {
+	if Classify(err) != Rejected {
+		return finished, err
 	}
+	reason := fmt.Sprintf("Creating %s was rejected: %v", describe(st.a.Name, act.Part), err)
+	st.r.log(ctx).Errorw("Creating an object was rejected; the task stops", "task", st.a.Name, "part", act.Part, "error", err)
+	return st.endPart(ctx, act.Part, reason, false)
+}
+
+// checkOurs: a job that already exists is done if the task owns it; a job of
+// the same name that it does not own stops the task.
+func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) {
+	job, err := st.r.getJob(ctx, st.a.Namespace, taskmeta.ObjectName(st.a.Name, act.Part))
+	switch {
+	case err != nil:
+		return finished, err
+	case job == nil:
+		return again, nil
+	case ownedBy(job, st.a.UID):
+		return finished, nil
+	}
+	return st.endPart(ctx, act.Part, fmt.Sprintf("Job '%s' exists but does not belong to the task", job.Name), false)
+}
+
+// failJob sets the job's activeDeadlineSeconds to 1, so that Kubernetes stops
+// its pods and marks it Failed (behaviour §1.12). Only a rejection falls back
+// to deleting it; after any other error nothing is deleted and the step is
+// tried again (behaviour §8.2).
+func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
+	name := taskmeta.ObjectName(st.a.Name, act.Part)
+	err := st.patchFailed(ctx, name, act.Reason)
+	switch Classify(err) {
+	case Done:
+		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
+		st.r.event(st.anchor, true, EventJobFailed, "Failed job %s: %s", name, act.Reason)
+		return finished, nil
+	case Missing:
+		return again, nil
+	case Rejected:
+		reason := fmt.Sprintf("%s; failing job '%s' was rejected (%v), so it is deleted instead", act.Reason, name, err)
+		st.r.log(ctx).Warnw("Failing a job was rejected; deleting it", "task", st.a.Name, "job", name, "error", err)
+		return st.endPart(ctx, act.Part, reason, true)
+	}
+	return finished, err
+}
+
+func (st *step) patchFailed(ctx context.Context, name, reason string) error {
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{
+			taskmeta.AnnotationFailed: reason, taskmeta.AnnotationFailedAt: st.r.now().UTC().Format(time.RFC3339),
+		}},
+		"spec": map[string]any{"activeDeadlineSeconds": 1},
+	})
+	return st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// deleteJob deletes a part's job (foreground: it is gone once its pods are).
+// A job that is already gone counts as deleted. A rejected delete (a role
+// without delete on jobs, an admission policy) fails the job instead, so that
+// its pods stop, and records it as kept, so that no step tries to delete it
+// again; the task stops all the same (behaviour §8.3, §8.4). Other errors are
+// tried again.
+func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, error) {
+	name := taskmeta.ObjectName(st.a.Name, part)
+	fg := metav1.DeletePropagationForeground
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		return st.r.Client.BatchV1().Jobs(st.a.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	})
+	switch Classify(err) {
+	case Done, Missing:
+		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
+		st.r.event(st.anchor, true, EventJobDelete, "Deleted job %s: %s", name, why)
+		return finished, nil
+	case Retry:
+		return finished, err
+	}
+	st.r.log(ctx).Errorw("Deleting a job was rejected; failing it and keeping it instead", "task", st.a.Name, "job", name, "error", err)
+	kept := fmt.Sprintf("Deleting job '%s' was rejected (%v); it is kept", name, err)
+	ferr := st.patchFailed(ctx, name, why)
+	switch Classify(ferr) {
+	case Retry:
+		return finished, ferr
+	case Rejected:
+		st.r.log(ctx).Errorw("Failing the job was rejected too; it runs until it ends", "task", st.a.Name, "job", name, "error", ferr)
+		kept = fmt.Sprintf("Deleting job '%s' was rejected (%v), and so was failing it (%v); it is kept", name, err, ferr)
+	}
+	return st.record(ctx, func(p Progress) Progress { return p.withKept(part, kept) })
+}
+
+func (st *step) deletePVC(ctx context.Context) {
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		return st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Delete(ctx, taskmeta.PVCName(st.a.Name), metav1.DeleteOptions{})
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		st.r.log(ctx).Warnw("Deleting the PVC failed; going on", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name), "error", err)
+	}
+}
+
+func (st *step) releasePVC(ctx context.Context) {
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Patch(ctx, taskmeta.PVCName(st.a.Name), types.MergePatchType,
+			[]byte(`{"metadata":{"ownerReferences":null}}`), metav1.PatchOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		st.r.log(ctx).Warnw("Releasing the kept PVC from its task failed; deleting the task will delete it", "task", st.a.Name, "error", err)
+	} else {
+		st.r.log(ctx).Infow("Keeping the PVC (KEEP_FAILED_PVC)", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name))
+	}
+}
+
+func (st *step) deleteTask(ctx context.Context, act Action) error {
+	bg := metav1.DeletePropagationBackground
+	err := st.r.call(ctx, func(ctx context.Context) error {
+		return st.r.Client.CoreV1().ConfigMaps(st.a.Namespace).Delete(ctx, st.a.Name, metav1.DeleteOptions{
+			PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &st.a.UID},
+		})
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	st.r.log(ctx).Infow("Deleted the task and all it owns", "task", st.a.Name, "reason", act.Reason)
 	return nil
 }
 
-func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
-	for _, n := range notes {
-		switch n.Level {
-		case "error":
-			r.log(ctx).Errorw(n.Msg, "task", task)
-		case "warn":
-			r.log(ctx).Warnw(n.Msg, "task", task)
-		default:
-			r.log(ctx).Infow(n.Msg, "task", task)
+// endPart records that the service ended a part, and why, then (for a job it
+// deletes) deletes it; the step is then decided again, and stops the task.
+func (st *step) endPart(ctx context.Context, part, reason string, deleteJob bool) (stepOutcome, error) {
+	next, err := st.record(ctx, func(p Progress) Progress { return p.withEnded(part, reason) })
+	if err != nil || next == conflicted || !deleteJob {
+		return next, err
+	}
+	if next, err := st.deleteJob(ctx, part, reason); err != nil || next != finished {
+		return next, err
+	}
+	return again, nil
+}
+
+// record changes the task's progress on a fresh read of the anchor (this step
+// may have written it already); the step is then decided again.
+func (st *step) record(ctx context.Context, change func(Progress) Progress) (stepOutcome, error) {
+	fresh, err := st.r.getAnchor(ctx, st.a.Namespace, st.a.Name)
+	if err != nil {
+		return finished, err
+	}
+	prog, _ := ParseProgress(fresh.Annotations[taskmeta.AnnotationProgress])
+	_, err = st.r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{
+		"annotations": map[string]string{taskmeta.AnnotationProgress: change(prog).String()},
+	})
+	switch {
+	case apierrors.IsConflict(err):
+		return conflicted, nil
+	case err != nil:
+		return finished, err
+	}
+	return again, nil
+}
+
+// patchAnchor merges metadata into the anchor, on the condition that it is
+// still at resourceVersion rv; it returns the new resourceVersion.
+func (r *Runner) patchAnchor(ctx context.Context, anchor *corev1.ConfigMap, rv string, meta map[string]any) (string, error) {
+	meta["resourceVersion"] = rv
+	patch, _ := json.Marshal(map[string]any{"metadata": meta})
+	var out *corev1.ConfigMap
+	err := r.call(ctx, func(ctx context.Context) (err error) {
+		out, err = r.Client.CoreV1().ConfigMaps(anchor.Namespace).Patch(ctx, anchor.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return out.ResourceVersion, nil
+}
+
+// recordOutputFileLogs stores the uploaded files on the outputs filer's job
+// (behaviour §1.7). Any error is a warning: the task completes without the
+// annotation.
+func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
+	r, ns := st.r, st.a.Namespace
+	warn := func(msg string, err error) {
+		r.log(ctx).Warnw(msg+"; the task completes without the output file logs", "task", st.a.Name, "job", job, "error", err)
+	}
+	spec := st.spec
+	if spec == nil {
+		var err error
+		if spec, err = st.r.anchorSpec(st.anchor); err != nil {
+			warn("Reading the task failed", err)
+			return
 		}
 	}
-}
-
-// Reasons of the Events on a task's anchor.
-const (
-	EventStarted   = "Started"
-	EventJobCreate = "JobCreated"
-	EventJobFailed = "JobFailed"
-	EventJobDelete = "JobDeleted"
-	EventCancelled = "Cancelled"
-	EventEnded     = "Ended"
-)
-
-// maxEventNote is what an Event's note may hold (the API server allows 1 kB).
-const maxEventNote = 1000
-
-// event records a Kubernetes Event on the task's anchor, so that `kubectl
-// describe configmap <task>` tells the task's story. Recording is
-// asynchronous and best effort: a step never waits for it.
-func (r *Runner) event(anchor *corev1.ConfigMap, warning bool, reason, format string, a ...any) {
-	if r.Events == nil {
+	var pods *corev1.PodList
+	err := r.call(ctx, func(ctx context.Context) (err error) {
+		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
+		})
+		return err
+	})
+	if err != nil {
+		warn("Listing the outputs filer's pods failed", err)
 		return
 	}
-	typ := corev1.EventTypeNormal
-	if warning {
-		typ = corev1.EventTypeWarning
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded && (pod == nil || p.CreationTimestamp.After(pod.CreationTimestamp.Time)) {
+			pod = p
+		}
 	}
-	note := fmt.Sprintf(format, a...)
-	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
+	if pod == nil {
+		warn("The outputs filer has no succeeded pod", errors.New("no pod"))
+		return
 	}
-	r.Events.Eventf(anchor, nil, typ, reason, "Step", "%s", note)
-}
-
-// logWarnings logs what a task holds that nothing reads (unknown fields,
-// e.g. of a newer TESK API): a warning, not a refusal (behaviour §8.5).
-func (r *Runner) logWarnings(ctx context.Context, task string, spec *taskspec.Task) {
-	for _, w := range spec.Warnings {
-		r.log(ctx).Warnw("The task has a field that is not read; ignoring it", "task", task, "field", w)
+	tail := int64(OutputLogTailLines)
+	var log []byte
+	err = r.call(ctx, func(ctx context.Context) (err error) {
+		log, err = r.Client.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
+		return err
+	})
+	if err != nil {
+		warn("Reading the outputs filer's log failed", err)
+		return
+	}
+	value, notes, err := OutputFileLogs(spec, string(log))
+	r.logNotes(ctx, st.a.Name, notes)
+	if err != nil {
+		warn("The outputs filer's log has no valid file list", err)
+		return
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{taskmeta.AnnotationOutputFileLogs: value}}})
+	err = r.call(ctx, func(ctx context.Context) error {
+		_, err := r.Client.BatchV1().Jobs(ns).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		warn("Annotating the outputs filer's job failed", err)
 	}
 }

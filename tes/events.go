@@ -227,7 +227,7 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// The notes of the handler's Events that name a job (steps/actions.go).
+// The notes of the handler's Events that name a job (steps/apply.go).
 var jobEventRE = regexp.MustCompile(`^(?:Created|Failed|Deleted) job (\S+?)(?::|$)`)
 
 // stepTimes are a step's times while they are derived.

@@ -1,5 +1,5 @@
 // Command ociimage builds the project's OCI images as tarballs, without
-// Docker or a registry (see internal/ociimage):
+// Docker or a registry (see hack/ociimage/ociimage):
 //
 //	go run ./hack/ociimage -out bin/images [-only handler,filer,...]
 //	    [-handler-image ref] [-tes-image ref] [-filer-image ref] [-zoneinfo]
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/ociimage"
+	"github.com/elixir-cloud-aai/tesk-knative/hack/ociimage/ociimage"
 )
 
 const usage = `usage: go run ./hack/ociimage [flags]

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/ociimage"
+	"github.com/elixir-cloud-aai/tesk-knative/hack/ociimage/ociimage"
 )
 
 // Knative on the local cluster: Eventing and Serving v0.50.0 (Knative 1.23),

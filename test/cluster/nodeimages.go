@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/ociimage"
+	"github.com/elixir-cloud-aai/tesk-knative/hack/ociimage/ociimage"
 )
 
 // ProjectImages returns a BuildNodeImages function that builds, from the

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/ociimage"
+	"github.com/elixir-cloud-aai/tesk-knative/hack/ociimage/ociimage"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
 

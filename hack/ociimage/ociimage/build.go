@@ -110,7 +110,7 @@ var binaries = map[string]string{
 	Handler: "./cmd/handler",
 	TES:     "./cmd/tes",
 	Filer:   "./cmd/filer",
-	Pause:   "./internal/ociimage/pause",
+	Pause:   "./hack/ociimage/ociimage/pause",
 }
 
 func (o *Options) defaults() error {

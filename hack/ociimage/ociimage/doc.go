@@ -13,7 +13,7 @@
 //     (BaseTree): the host's CA certificates, /etc/passwd and /etc/group with
 //     root and nonroot (65532), /home/nonroot, /tmp (1777), no shell; the
 //     time zone database only if asked for (Options.Zoneinfo).
-//   - pause: the pod sandbox image, ./internal/ociimage/pause, tagged
+//   - pause: the pod sandbox image, ./hack/ociimage/ociimage/pause, tagged
 //     PauseImage and PauseImageKubernetes.
 //   - busybox, alpine and ubuntu: local stand-ins for the tests, NOT the
 //     real distributions. Each is Debian's busybox-static with a symbolic

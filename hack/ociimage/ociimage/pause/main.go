@@ -4,7 +4,7 @@
 // children that end up under it (wait4 on SIGCHLD), so that none stays a
 // zombie. -v prints its version.
 //
-// It is built into the pause image (internal/ociimage, PauseImage).
+// It is built into the pause image (hack/ociimage/ociimage, PauseImage).
 package main
 
 import (

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build integration
 
 package ociimage
 
@@ -32,7 +32,7 @@ import (
 // builtImages builds every image once for the tests of this file.
 func builtImages(t *testing.T) map[string]Built {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestBuiltImages(t *testing.T) {
 	}
 
 	// The same sources give the same digests.
-	again, err := BuildAll(context.Background(), Options{RepoRoot: "../..", OutDir: t.TempDir(), Only: []string{Handler, Busybox}})
+	again, err := BuildAll(context.Background(), Options{RepoRoot: "../../..", OutDir: t.TempDir(), Only: []string{Handler, Busybox}})
 	if err != nil {
 		t.Fatal(err)
 	}

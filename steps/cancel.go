@@ -1,0 +1,79 @@
+package steps
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// cancel stops a cancelled task: no further job, the running jobs deleted
+// (recorded first, as the service's own ends), the jobs that ended kept;
+// CANCELED once the deleted jobs are gone (behaviour §1.18). A part recorded
+// moments ago whose job does not exist yet may still be being created by
+// another step: the task stays CANCELING until it shows (and is deleted) or
+// the grace period passes. A job whose deletion was rejected is kept, and one
+// still terminating --pod-timeout after its deletion is waited for no more:
+// the task ends CANCELED all the same, saying so (behaviour §8.3).
+func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
+	going := false
+	next := prog
+	var lines []string
+	for _, part := range sortedParts(obs.Jobs) {
+		job := obs.Jobs[part]
+		if _, kept := prog.KeptReason(part); kept {
+			continue // stop says why
+		}
+		if isGone(job) {
+			if now.Sub(job.DeletionTimestamp.Time) >= cfg.PodTimeout {
+				lines = append(lines, fmt.Sprintf("Job '%s' was still terminating %s after it was deleted", job.Name, secs(cfg.PodTimeout)))
+				continue
+			}
+			going = true
+			continue
+		}
+		if taskmeta.StatusOf(job) == taskmeta.JobRunning {
+			next = next.withEnded(part, "Task cancelled")
+			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: "task cancelled"})
+			going = true
+		}
+	}
+	for _, part := range prog.Running() {
+		_, ended := prog.EndedReason(part)
+		if obs.Jobs[part] == nil && !ended && prog.Last != nil && slices.Contains(prog.Last.Parts, part) && now.Sub(prog.Last.At) < recordedMissingGrace {
+			going = true
+		}
+	}
+	if len(next.Ended) != len(prog.Ended) {
+		plan.Progress = &next
+	}
+	if going {
+		plan.State = StateCanceling
+		return plan
+	}
+	if len(lines) > 0 {
+		plan.note("warn", "%s", strings.Join(lines, "; "))
+	}
+	return stop(plan, prog, cfg, StateCanceled, strings.Join(append([]string{"Task cancelled"}, lines...), "\n"))
+}
+
+// stop ends the task: its PVC deleted (kept and released from the task with
+// KEEP_FAILED_PVC), the final state written last, with why: one line, and a
+// line for each job whose deletion was rejected (TES system_logs).
+func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
+	if prog.IsStarted(taskmeta.PartPVC) {
+		if cfg.KeepFailedPVC {
+			plan.Actions = append(plan.Actions, Action{Kind: ReleasePVC, Part: taskmeta.PartPVC})
+		} else {
+			plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC})
+		}
+	}
+	for _, k := range prog.Kept {
+		reason += "\n" + k.Reason
+	}
+	plan.Final = &Final{State: state, Reason: reason}
+	plan.State = state
+	return plan
+}

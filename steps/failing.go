@@ -1,0 +1,93 @@
+package steps
+
+import (
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// failedJob: a failed job stops the task, unless it is an executor's that
+// ignores errors and that the service did not end itself; that one passes
+// once Kubernetes marked it Failed (behaviour §1.5, §1.6, §1.10).
+func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string, job *batchv1.Job, state string) (Plan, bool) {
+	if _, isExec := taskmeta.ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
+		if IsMarkedFailed(job) {
+			plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
+			return plan, true
+		}
+		if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
+			msg := fmt.Sprintf("Executor job '%s' failed (ignore-error) but Kubernetes didn't mark it Failed within %s", job.Name, secs(cfg.PodTimeout))
+			plan.note("error", "%s", msg)
+			return stop(plan, prog, cfg, StateSystemError, msg), false
+		}
+		plan.State = state
+		return plan, false // its pods are still ending
+	}
+	msg := fmt.Sprintf("Job '%s' failed%s", job.Name, failureDetail(job))
+	if why := job.Annotations[taskmeta.AnnotationFailed]; why != "" {
+		// The service failed it: say why.
+		msg = fmt.Sprintf("Job '%s' was failed: %s", job.Name, why)
+	}
+	plan.note("info", "%s", msg)
+	return stop(plan, prog, cfg, failedState(part), msg), false
+}
+
+// checkPods fails a running job whose pods cannot start within the pod
+// timeout, and ends a task whose pod was not scheduled within
+// TESK_MAX_QUEUE_SECONDS.
+func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, part string, job *batchv1.Job, state string) Plan {
+	pods := podsOfJob(obs.Pods, job.Name)
+	queued := false
+	for _, pod := range pods {
+		if pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if reason, message := taskmeta.CannotStart(pod); reason != "" {
+			since := pod.CreationTimestamp.Time
+			if pod.Status.StartTime != nil {
+				since = pod.Status.StartTime.Time
+			}
+			if now.Sub(since) >= cfg.PodTimeout {
+				msg := fmt.Sprintf("Pod '%s' of job '%s' couldn't start within %s: %s", pod.Name, job.Name, secs(cfg.PodTimeout), joinReason(reason, message))
+				plan.note("error", "%s", msg)
+				return failJob(plan, prog, part, msg, state)
+			}
+			continue
+		}
+		if message, ok := taskmeta.Unschedulable(pod); ok {
+			queued = true
+			if cfg.MaxQueue > 0 && now.Sub(pod.CreationTimestamp.Time) >= cfg.MaxQueue {
+				msg := fmt.Sprintf("Pod '%s' of job '%s' wasn't scheduled within %s: %s", pod.Name, job.Name, secs(cfg.MaxQueue), message)
+				plan.note("error", "%s", msg)
+				if taskmeta.IsFilerPart(part) || ranBefore(job, pods) {
+					return failJob(plan, prog, part, msg, state)
+				}
+				next := prog.withEnded(part, msg)
+				plan.Progress = &next
+				plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: msg})
+				return stop(plan, next, cfg, StateSystemError, msg)
+			}
+		}
+	}
+	if queued && state == StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
+		state = StateQueued
+	}
+	plan.State = state
+	return plan
+}
+
+// failJob fails a part's job, recorded first: in doubt (the patch got an
+// error, then the job failed on its own), the task stops all the same.
+func failJob(plan Plan, prog Progress, part, reason, state string) Plan {
+	if !prog.IsFailing(part) {
+		next := prog.withFailing(part)
+		plan.Progress = &next
+	}
+	plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: reason})
+	plan.State = state
+	return plan
+}
