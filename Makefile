@@ -20,16 +20,29 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags $(TEST_TAGS) ./...
+	$(GO) vet -tags knative ./test/knative/...
 	cd test/helm && $(GO) vet ./...
 
 # The whole suite: unit tests, filer tests against real servers, the local
 # control plane's own tests, the end-to-end tests (the dashboard's in
 # headless Chromium among them) and the manifest checks (TEST_TAGS: the tests
 # that need servers or runc carry the build tag integration, those that need a
-# cluster or a browser e2e). It builds (or reuses from the cache) and installs
+# cluster or a browser e2e), and last the tests on real Knative
+# (test-knative). It builds (or reuses from the cache) and installs
 # everything it needs first.
 test: cluster-bins node-deps filer-deps image-deps browser-deps vet test-helm
 	$(GO) test -tags $(TEST_TAGS) -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory test-knative
+
+# The tests on real Knative (test/knative, build tag knative): a local
+# cluster of their own with Knative Eventing and Serving on the real node,
+# config/knative deployed by hack/deploy.sh, TES tasks through the Broker,
+# the Triggers, the ApiServerSource's adapter and a handler that scales
+# from zero. TESK_KNATIVE_CLUSTER=<dir> runs them on a cluster started with
+# make cluster-up KNATIVE=1 CLUSTER_DIR=<dir> instead, and leaves it up.
+.PHONY: test-knative
+test-knative: cluster-bins node-deps image-deps
+	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/...
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
 # the layer that talks to the API server on a fake clientset; nothing built,
