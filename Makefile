@@ -75,10 +75,13 @@ dev: cluster-bins build $(NODE_DEPS)
 
 # The demo: the local cluster, the handler and the adapter, one example task
 # (examples/task.submitted.json) followed from submission to COMPLETE; the
-# cluster is stopped afterwards.
-demo: cluster-bins build $(NODE_DEPS)
+# cluster is stopped afterwards. KNATIVE=1: config/knative on real Knative
+# (test/knative/cmd/demo), the task followed hop by hop through the Broker
+# and the handler's pods from zero.
+DEMO_CMD = $(if $(KNATIVE),./test/knative/cmd/demo,./test/dev -demo)
+demo: cluster-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
 	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
-	@status=0; $(GO) run ./test/dev -dir $(CLUSTER_DIR) -demo || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+	@status=0; $(GO) run $(DEMO_CMD) -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # Figures: step latency, handler time, API requests per step, sweep cost over
 # 1,000 and 10,000 tasks, events per second, cold start, and the polling
@@ -88,6 +91,16 @@ demo: cluster-bins build $(NODE_DEPS)
 BENCH_DOCS ?=
 bench: cluster-bins build
 	$(GO) run ./test/bench $(if $(BENCH_DOCS),-summary BENCHMARKS.md -readme README.md)
+
+# Figures of config/knative on real Knative (test/knative/cmd/bench, in one
+# run): a task's first Job with the handler at zero and up, the step gap
+# through the Broker beside direct delivery, failed deliveries, the memory of
+# Knative's pods (BENCHMARKS.md). Starts the cluster with KNATIVE=1 if none
+# is up, and stops it afterwards.
+.PHONY: bench-knative
+bench-knative: cluster-bins node-deps image-deps
+	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1
+	@status=0; $(GO) run ./test/knative/cmd/bench -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind

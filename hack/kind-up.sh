@@ -7,13 +7,14 @@
 #   make kind-deploy    # build the images, load them into kind, deploy
 #   make kind-down      # delete the cluster
 #
-# The Knative releases are the ones whose CRDs the manifests are validated
-# against (make validate-manifests): Serving 1.24 (knative.dev/serving
-# v0.51.0) and Eventing 1.23 (knative.dev/eventing v0.50.0).
+# The Knative releases are the ones config/knative runs on in make
+# test-knative: Serving 1.23 (knative.dev/serving v0.50.0) and Eventing 1.23
+# (knative.dev/eventing v0.50.0). make validate-manifests also holds the
+# manifests to the CRDs of Serving 1.24 (v0.51.0).
 #
 # Environment:
 #   KIND_CLUSTER              cluster name (default tesk)
-#   KNATIVE_SERVING_VERSION   default 1.24.0
+#   KNATIVE_SERVING_VERSION   default 1.23.0
 #   KNATIVE_EVENTING_VERSION  default 1.23.0
 #   KOURIER_VERSION           default: KNATIVE_SERVING_VERSION
 #   KIND_HTTP_PORT            host port of the Kourier ingress on 127.0.0.1 (default 31080)
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 CLUSTER="${KIND_CLUSTER:-tesk}"
-SERVING="${KNATIVE_SERVING_VERSION:-1.24.0}"
+SERVING="${KNATIVE_SERVING_VERSION:-1.23.0}"
 EVENTING="${KNATIVE_EVENTING_VERSION:-1.23.0}"
 KOURIER="${KOURIER_VERSION:-$SERVING}"
 HTTP_PORT="${KIND_HTTP_PORT:-31080}"

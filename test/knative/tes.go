@@ -78,6 +78,12 @@ func (t *TES) Get(ctx context.Context, id, view string) (*tes.Task, error) {
 	return &v, t.do(ctx, http.MethodGet, "/tasks/"+id+"?view="+view, nil, &v)
 }
 
+// ServiceInfo reads GET /service-info.
+func (t *TES) ServiceInfo(ctx context.Context) (*tes.ServiceInfo, error) {
+	var v tes.ServiceInfo
+	return &v, t.do(ctx, http.MethodGet, "/service-info", nil, &v)
+}
+
 // Cancel cancels a task.
 func (t *TES) Cancel(ctx context.Context, id string) error {
 	return t.do(ctx, http.MethodPost, "/tasks/"+id+":cancel", nil, nil)

@@ -4,7 +4,7 @@
 // executor and as a pod outside the tasks' namespace, so that "blocked"
 // means the policy, not a dead address.
 //
-//	probe [-rounds N] [-timeout D] KIND=TARGET...
+//	probe [-rounds N] [-pause D] [-timeout D] KIND=TARGET...
 //
 // KIND is post (an HTTP POST of a CloudEvent in binary mode, type
 // task.cancelled), get (an HTTP GET; https is not verified) or tcp (a
@@ -38,10 +38,16 @@ type Result struct {
 func main() {
 	rounds := flag.Int("rounds", 3, "attempts per target")
 	timeout := flag.Duration("timeout", 3*time.Second, "time allowed per attempt")
+	pause := flag.Duration("pause", 0, "time between rounds")
 	flag.Parse()
 	client := &http.Client{
-		Timeout:   *timeout,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // the answer matters, not who gives it
+		Timeout: *timeout,
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the answer matters, not who gives it
+			// Each attempt a new connection: one that is open stays open
+			// whatever a NetworkPolicy says later.
+			DisableKeepAlives: true,
+		},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -49,6 +55,9 @@ func main() {
 	enc := json.NewEncoder(os.Stdout)
 	bad := 0
 	for r := 1; r <= *rounds; r++ {
+		if r > 1 {
+			time.Sleep(*pause)
+		}
 		for _, arg := range flag.Args() {
 			kind, target, ok := strings.Cut(arg, "=")
 			res := Result{Kind: kind, Target: target, Round: r}

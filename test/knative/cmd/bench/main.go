@@ -1,0 +1,437 @@
+// Command bench is make bench-knative: figures of config/knative on the
+// local cluster's real Knative, all in one run.
+//
+//   - cold start: a TES task created while the handler is at zero pods, to
+//     its first Job (the TES API's create, the Broker, the Trigger, the
+//     activator starting a handler pod, the handler's step);
+//   - warm: the same with a handler pod up;
+//   - step gap: an executor's Job seen complete to the next one's Job seen
+//     created, through the ApiServerSource's adapter, the Broker and a
+//     Trigger, and then through a second ApiServerSource whose sink is the
+//     handler itself (direct delivery, the Broker's Triggers of Job and Pod
+//     events filtering nothing meanwhile);
+//   - tasks that did not end COMPLETE, and the deliveries the Broker's
+//     filter logged as failed (events retried, or lost to the dead letter
+//     sink);
+//   - the memory (working set, from the kubelet) of Knative's control
+//     plane, its data plane and the project's pods.
+//
+//	go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 4]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
+)
+
+func main() {
+	dir := flag.String("dir", ".cluster", "the directory of a cluster started with cluster up -knative")
+	cold := flag.Int("cold", 5, "cold starts (and as many warm ones) to time")
+	tasks := flag.Int("tasks", 4, "tasks of 4 executors per delivery path for the step gap")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *dir, *cold, *tasks); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-knative:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench-knative: "+format+"\n", a...) }
+
+func run(ctx context.Context, dir string, cold, tasks int) error {
+	st, err := cluster.ReadState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return fmt.Errorf("%v (start the cluster with make cluster-up KNATIVE=1)", err)
+	}
+	c, err := cluster.Attach(st)
+	if err != nil {
+		return err
+	}
+	env, err := knative.Setup(ctx, c, logf)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	api, err := env.TES(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	jobs, err := watchJobs(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer jobs.stop()
+	notComplete := 0
+
+	var coldT, warmT []time.Duration
+	for i := range cold {
+		if err := env.WaitZero(ctx, "tesk-handler", 5*time.Minute); err != nil {
+			return err
+		}
+		d, ok, err := firstJob(ctx, api, jobs)
+		if err != nil {
+			return err
+		}
+		notComplete += b2i(!ok)
+		coldT = append(coldT, d)
+		d, ok, err = firstJob(ctx, api, jobs)
+		if err != nil {
+			return err
+		}
+		notComplete += b2i(!ok)
+		warmT = append(warmT, d)
+		logf("round %d/%d: cold %s, warm %s", i+1, cold, coldT[i].Round(time.Millisecond), d.Round(time.Millisecond))
+	}
+
+	brokerGaps, n, err := stepGaps(ctx, api, jobs, tasks)
+	if err != nil {
+		return err
+	}
+	notComplete += n
+	logf("step gaps through the Broker: %d", len(brokerGaps))
+	restore, err := direct(ctx, env)
+	if err != nil {
+		return err
+	}
+	directGaps, n, err := stepGaps(ctx, api, jobs, tasks)
+	if rerr := restore(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	notComplete += n
+	logf("step gaps with direct delivery: %d", len(directGaps))
+
+	failed, err := failedDeliveries(ctx, env, start)
+	if err != nil {
+		return err
+	}
+	mem, err := memory(ctx, env)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("\nconfig/knative on Knative %s (Eventing and Serving), local cluster, real node, %s\n\n", cluster.KnativeVersion, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Printf("%-52s %9s %9s %9s %4s\n", "", "p50", "p99", "max", "n")
+	row := func(name string, s []time.Duration) {
+		slices.Sort(s)
+		fmt.Printf("%-52s %9s %9s %9s %4d\n", name, ms(benchkit.Percentile(s, 0.5)), ms(benchkit.Percentile(s, 0.99)), ms(benchkit.Percentile(s, 1)), len(s))
+	}
+	row("TES create to first Job, handler at zero (cold)", coldT)
+	row("TES create to first Job, handler up (warm)", warmT)
+	row("step gap through the Broker and a Trigger", brokerGaps)
+	row("step gap, ApiServerSource straight to the handler", directGaps)
+	if len(brokerGaps) > 0 && len(directGaps) > 0 {
+		fmt.Printf("%-52s %8.2fx\n", "step gap p50, Broker / direct", float64(benchkit.Percentile(brokerGaps, 0.5))/float64(benchkit.Percentile(directGaps, 0.5)))
+	}
+	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*tasks, failed)
+	fmt.Printf("\nworking set (kubelet), MiB:\n")
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range mem {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Printf("  %-40s %7.1f\n", k, float64(mem[k])/(1<<20))
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// jobTimes records, as this watch sees them, when each Job appeared and
+// when it completed.
+type jobTimes struct {
+	mu       sync.Mutex
+	added    map[string]time.Time
+	complete map[string]time.Time
+	stop     func()
+}
+
+func watchJobs(ctx context.Context, env *knative.Env) (*jobTimes, error) {
+	w, err := env.C.Client.BatchV1().Jobs(knative.Tasks).Watch(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelTask})
+	if err != nil {
+		return nil, err
+	}
+	j := &jobTimes{added: map[string]time.Time{}, complete: map[string]time.Time{}, stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			job, ok := ev.Object.(*batchv1.Job)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			now := time.Now()
+			j.mu.Lock()
+			if _, ok := j.added[job.Name]; !ok {
+				j.added[job.Name] = now
+			}
+			if _, ok := j.complete[job.Name]; !ok && job.Status.Succeeded > 0 {
+				j.complete[job.Name] = now
+			}
+			j.mu.Unlock()
+		}
+	}()
+	return j, nil
+}
+
+func (j *jobTimes) get(name string) (added, complete time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.added[name], j.complete[name]
+}
+
+func task(name string, executors int) *tes.Task {
+	t := &tes.Task{Name: name, Resources: &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1}}
+	for range executors {
+		t.Executors = append(t.Executors, tes.Executor{Image: "ubuntu:24.04", Command: []string{"true"}})
+	}
+	return t
+}
+
+// firstJob times a one-executor task's creation to its first Job, and
+// waits for it to end.
+func firstJob(ctx context.Context, api *knative.TES, jobs *jobTimes) (time.Duration, bool, error) {
+	if _, err := api.ServiceInfo(ctx); err != nil { // the TES API up: its own cold start is not the handler's
+		return 0, false, err
+	}
+	t0 := time.Now()
+	id, err := api.Create(ctx, task("bench-start", 1))
+	if err != nil {
+		return 0, false, err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if added, _ := jobs.get(id + "-ex-00"); !added.IsZero() {
+			v, err := api.Wait(ctx, id, 3*time.Minute, nil)
+			if err != nil {
+				return 0, false, err
+			}
+			return added.Sub(t0), v.State == "COMPLETE", nil
+		}
+		if time.Now().After(deadline) {
+			return 0, false, fmt.Errorf("task %s: no Job after 3m", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stepGaps runs n tasks of 4 executors one after another and returns the
+// gaps between each executor's Job seen complete and the next one's seen
+// created, and how many tasks did not end COMPLETE.
+func stepGaps(ctx context.Context, api *knative.TES, jobs *jobTimes, n int) ([]time.Duration, int, error) {
+	var gaps []time.Duration
+	bad := 0
+	for range n {
+		id, err := api.Create(ctx, task("bench-steps", 4))
+		if err != nil {
+			return nil, 0, err
+		}
+		v, err := api.Wait(ctx, id, 5*time.Minute, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		if v.State != "COMPLETE" {
+			bad++
+			continue
+		}
+		for i := range 3 {
+			_, done := jobs.get(fmt.Sprintf("%s-ex-%02d", id, i))
+			next, _ := jobs.get(fmt.Sprintf("%s-ex-%02d", id, i+1))
+			if done.IsZero() || next.IsZero() {
+				return nil, 0, fmt.Errorf("task %s: executor %d's Job not seen complete, or the next not seen", id, i)
+			}
+			gaps = append(gaps, next.Sub(done))
+		}
+	}
+	return gaps, bad, nil
+}
+
+// direct points a second ApiServerSource at the handler itself and makes
+// the Broker's Triggers of Job and Pod events filter a type no event has;
+// the returned func undoes both.
+func direct(ctx context.Context, env *knative.Env) (func() error, error) {
+	sources := env.C.Dynamic.Resource(knative.APIServerSrcGVR).Namespace(knative.Platform)
+	triggers := env.C.Dynamic.Resource(knative.TriggerGVR).Namespace(knative.Platform)
+	src, err := sources.Get(ctx, "tesk-events", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	spec, _, _ := unstructured.NestedMap(src.Object, "spec")
+	if err := unstructured.SetNestedMap(spec, map[string]any{"ref": map[string]any{
+		"apiVersion": "serving.knative.dev/v1", "kind": "Service", "name": "tesk-handler",
+	}}, "sink"); err != nil {
+		return nil, err
+	}
+	d := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": src.GetAPIVersion(), "kind": src.GetKind(),
+		"metadata": map[string]any{"name": "tesk-events-direct", "namespace": knative.Platform},
+		"spec":     spec,
+	}}
+	if _, err := sources.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	saved := map[string]string{}
+	setType := func(name, typ string) error {
+		_, err := triggers.Patch(ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"filter":{"attributes":{"type":%q}}}}`, typ)), metav1.PatchOptions{})
+		return err
+	}
+	restore := func() error {
+		var errs []string
+		for name, typ := range saved {
+			if err := setType(name, typ); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if err := sources.Delete(context.Background(), "tesk-events-direct", metav1.DeleteOptions{}); err != nil {
+			errs = append(errs, err.Error())
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("undoing direct delivery: %s", strings.Join(errs, "; "))
+		}
+		return nil
+	}
+	for _, name := range []string{"tesk-job-finished", "tesk-pod-stuck", "tesk-apiserver-add", "tesk-apiserver-update", "tesk-apiserver-delete"} {
+		o, err := triggers.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, errorsJoin(err, restore())
+		}
+		saved[name], _, _ = unstructured.NestedString(o.Object, "spec", "filter", "attributes", "type")
+		if err := setType(name, "tesk.test.never"); err != nil {
+			return nil, errorsJoin(err, restore())
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		o, err := sources.Get(ctx, "tesk-events-direct", metav1.GetOptions{})
+		if err == nil && isReady(o) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errorsJoin(fmt.Errorf("ApiServerSource tesk-events-direct not Ready after 3m"), restore())
+		}
+		time.Sleep(time.Second)
+	}
+	return restore, nil
+}
+
+func isReady(o *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func errorsJoin(err, more error) error {
+	if more == nil {
+		return err
+	}
+	return fmt.Errorf("%w (and %v)", err, more)
+}
+
+// failedDeliveries counts the lines of the Broker's filter since start
+// that report an event it could not deliver.
+func failedDeliveries(ctx context.Context, env *knative.Env, start time.Time) (int, error) {
+	pods, err := env.C.Client.CoreV1().Pods("knative-eventing").List(ctx, metav1.ListOptions{LabelSelector: "eventing.knative.dev/brokerRole=filter"})
+	if err != nil {
+		return 0, err
+	}
+	if len(pods.Items) == 0 {
+		return 0, fmt.Errorf("no pod of the Broker's filter (label eventing.knative.dev/brokerRole=filter)")
+	}
+	since := metav1.NewTime(start)
+	n := 0
+	for _, p := range pods.Items {
+		out, err := env.C.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{SinceTime: &since}).DoRaw(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += strings.Count(string(out), `"msg":"failed to send event"`)
+	}
+	return n, nil
+}
+
+// memory sums the kubelet's working set of the pods by group: Knative's
+// control plane (controllers, webhooks, autoscaler), its data plane
+// (Broker ingress and filter, channel dispatcher, activator, the
+// ApiServerSource's adapter, the ingress stand-in) and the project's pods.
+func memory(ctx context.Context, env *knative.Env) (map[string]uint64, error) {
+	raw, err := env.C.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", env.Node.Name, "proxy/stats/summary").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var summary struct {
+		Pods []struct {
+			PodRef struct{ Name, Namespace string } `json:"podRef"`
+			Memory struct {
+				WorkingSetBytes uint64 `json:"workingSetBytes"`
+			} `json:"memory"`
+		} `json:"pods"`
+	}
+	if err := json.Unmarshal(raw, &summary); err != nil {
+		return nil, err
+	}
+	dataPlane := []string{"broker-ingress", "broker-filter", "imc-dispatcher", "activator", "apiserversource", "kingress-standin", "pingsource-mt-adapter"}
+	out := map[string]uint64{}
+	for _, p := range summary.Pods {
+		var group string
+		switch ns := p.PodRef.Namespace; {
+		case ns == knative.Platform && strings.HasPrefix(p.PodRef.Name, "apiserversource-"):
+			group = "Knative data plane"
+		case ns == knative.Platform:
+			group = "tesk (" + strings.SplitN(p.PodRef.Name, "-0", 2)[0] + ")"
+		case ns == "knative-eventing" || ns == "knative-serving" || ns == "kingress-standin":
+			group = "Knative control plane"
+			for _, d := range dataPlane {
+				if strings.Contains(p.PodRef.Name, d) {
+					group = "Knative data plane"
+				}
+			}
+		default:
+			continue
+		}
+		out[group] += p.Memory.WorkingSetBytes
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the kubelet's summary names no pod of Knative or tesk")
+	}
+	return out, nil
+}
+

@@ -1,0 +1,363 @@
+//go:build knative
+
+package knative
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
+)
+
+// sleepTask runs n executors of sleep secs each.
+func sleepTask(name string, n int, secs string) *tes.Task {
+	t := &tes.Task{Name: name, Resources: &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1}}
+	for range n {
+		t.Executors = append(t.Executors, tes.Executor{Image: "ubuntu:24.04", Command: []string{"sleep", secs}})
+	}
+	return t
+}
+
+// jobAdds watches the tasks' Jobs from before a task is created and counts
+// how often each of the task's is created.
+type jobAdds struct {
+	mu    sync.Mutex
+	task  string
+	adds  map[string]int
+	first chan struct{}
+	stop  func()
+}
+
+func watchJobs(ctx context.Context, t *testing.T) *jobAdds {
+	t.Helper()
+	w, err := env.C.Client.BatchV1().Jobs(Tasks).Watch(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelTask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jobAdds{adds: map[string]int{}, first: make(chan struct{}), stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			job, ok := ev.Object.(*batchv1.Job)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			j.mu.Lock()
+			j.adds[job.Name]++
+			if j.task != "" && strings.HasPrefix(job.Name, j.task+"-ex-") {
+				select {
+				case <-j.first:
+				default:
+					close(j.first)
+				}
+			}
+			j.mu.Unlock()
+		}
+	}()
+	return j
+}
+
+// of names the task whose Jobs count.
+func (j *jobAdds) of(task string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.task = task
+	for name := range j.adds {
+		if strings.HasPrefix(name, task+"-ex-") {
+			close(j.first)
+			return
+		}
+	}
+}
+
+func (j *jobAdds) counts() map[string]int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	m := map[string]int{}
+	for k, v := range j.adds {
+		if strings.HasPrefix(k, j.task+"-") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Cancelling a running task through the TES API: the task.cancelled event
+// goes through the Broker to the handler, the task ends CANCELED and none
+// of its pods is left running.
+func TestCancelThroughKnative(t *testing.T) {
+	ctx := context.Background()
+	api, err := env.TES(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := api.Create(ctx, sleepTask("cancel-me", 1, "600"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitState(ctx, api, id, "RUNNING", 4*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := api.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, err := api.Wait(ctx, id, 2*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != "CANCELED" {
+		t.Fatalf("after cancel: %s", task.State)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		running := livePods(ctx, t, id)
+		if len(running) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods of the cancelled task still running after 2m: %v", running)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("task %s CANCELED and its pods gone %s after the request", id, time.Since(t0).Round(time.Millisecond))
+}
+
+// The handler's pods killed (grace period 0) while the task's first
+// executor runs: Knative starts the handler again on the next event, the
+// task reaches COMPLETE, and each of its Jobs was created once.
+func TestHandlerKilledMidTask(t *testing.T) {
+	ctx := context.Background()
+	api, err := env.TES(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := watchJobs(ctx, t)
+	defer jobs.stop()
+	id, err := api.Create(ctx, sleepTask("killed-handler", 3, "4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs.of(id)
+	select {
+	case <-jobs.first:
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("no executor job after 4m: %v", jobs.counts())
+	}
+	pods, err := env.Pods(ctx, "tesk-handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	for _, p := range pods {
+		if err := env.C.Client.CoreV1().Pods(Platform).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("killed %d handler pods while the first executor ran", len(pods))
+	task, err := api.Wait(ctx, id, 5*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != "COMPLETE" {
+		t.Fatalf("task ended %s: %+v", task.State, task.Logs)
+	}
+	counts := jobs.counts()
+	if len(counts) != 3 { // no inputs, no outputs: no filer
+		t.Errorf("jobs created: %v, want the 3 executors'", counts)
+	}
+	for name, n := range counts {
+		if n != 1 {
+			t.Errorf("job %s created %d times", name, n)
+		}
+	}
+}
+
+// With the Triggers of every Job and Pod event filtering a type no event
+// has, a task still ends: the PingSource's sweep, once a minute, finds its
+// finished Jobs and takes each next step. The Triggers' filters are put
+// back afterwards. (Patched, not deleted: a Trigger deleted and created
+// again leaves its old subscriber in the in-memory channel, which then
+// dead-letters every event for it.)
+func TestSweepCarriesATaskWhoseEventsAreLost(t *testing.T) {
+	ctx := context.Background()
+	triggers := env.C.Dynamic.Resource(TriggerGVR).Namespace(Platform)
+	filters := map[string]string{}
+	setType := func(name, typ string) error {
+		patch := fmt.Sprintf(`{"spec":{"filter":{"attributes":{"type":%q}}}}`, typ)
+		_, err := triggers.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	t.Cleanup(func() {
+		for name, typ := range filters {
+			if err := setType(name, typ); err != nil {
+				t.Errorf("restoring trigger %s: %v", name, err)
+			}
+		}
+	})
+	for _, name := range []string{"tesk-job-finished", "tesk-pod-stuck", "tesk-apiserver-add", "tesk-apiserver-update", "tesk-apiserver-delete"} {
+		o, err := triggers.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, _, _ := unstructured.NestedString(o.Object, "spec", "filter", "attributes", "type")
+		if typ == "" {
+			t.Fatalf("trigger %s filters no type", name)
+		}
+		filters[name] = typ
+		if err := setType(name, "tesk.test.never"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The Broker's filter sees a Trigger's change within a second or so.
+	if err := sleep(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	api, err := env.TES(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	id, err := api.Create(ctx, sleepTask("swept", 1, "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed time.Time
+	task, err := api.Wait(ctx, id, 8*time.Minute, func(state string) {
+		if state == "COMPLETE" {
+			completed = time.Now()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != "COMPLETE" {
+		t.Fatalf("task ended %s: %+v", task.State, task.Logs)
+	}
+	// The PingSource fires at second 0 of each minute: the step that
+	// completed the task came with a sweep, not with a Job's event.
+	if s := completed.Second(); s > 30 {
+		t.Errorf("COMPLETE seen at second %d of the minute, long after the sweep's (0)", s)
+	}
+	t.Logf("task %s COMPLETE through the sweep alone in %s (seen at %s)", id, time.Since(t0).Round(time.Second), completed.Format("15:04:05"))
+}
+
+// waitState polls until the task is in state (or final).
+func waitState(ctx context.Context, api *TES, id, state string, timeout time.Duration) (*tes.Task, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		v, err := api.Get(ctx, id, "MINIMAL")
+		if err == nil && (v.State == state || tes.IsFinal(v.State)) {
+			if v.State != state {
+				return v, &stateError{id, state, v.State}
+			}
+			return v, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, &stateError{id, state, "not yet (" + timeout.String() + ")"}
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+type stateError struct{ id, want, got string }
+
+func (e *stateError) Error() string { return "task " + e.id + ": want " + e.want + ", got " + e.got }
+
+// livePods are the task's pods that run or wait to.
+func livePods(ctx context.Context, t *testing.T, id string) []string {
+	t.Helper()
+	pods, err := env.C.Client.CoreV1().Pods(Tasks).List(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
+			live = append(live, p.Name+" "+string(p.Status.Phase))
+		}
+	}
+	return live
+}
+
+// An event the handler refuses (400: a task name that cannot be) is not
+// retried but delivered to the dead letter sink, whose log shows it: what
+// an operator reads to find refused events.
+func TestRefusedEventIsDeadLettered(t *testing.T) {
+	ctx := context.Background()
+	broker, err := env.URL(ctx, BrokerGVR.Resource, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("refused-%d", time.Now().UnixNano())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, broker, strings.NewReader(`{"task":"NOT A TASK/.."}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Ce-Id", id)
+	req.Header.Set("Ce-Source", "test/knative")
+	req.Header.Set("Ce-Type", "task.submitted")
+	resp, err := env.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("broker answered %s, want 202", resp.Status)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		pods, err := env.Pods(ctx, "tesk-dead-letters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			out, err := env.C.Client.CoreV1().Pods(Platform).GetLogs(p.Name, &corev1.PodLogOptions{Container: "display"}).DoRaw(ctx)
+			if err != nil || !strings.Contains(string(out), id) {
+				continue
+			}
+			// event_display prints one block per event, each starting
+			// with a line "☁️  cloudevents.Event".
+			var copies, with400 int
+			var shown string
+			for _, block := range strings.Split(string(out), "cloudevents.Event") {
+				if strings.Contains(block, "id: "+id) {
+					copies++
+					if strings.Contains(block, "knativeerrorcode: 400") {
+						with400++
+						shown = block
+					}
+				}
+			}
+			if with400 == 0 {
+				t.Fatalf("%d copies of the event in the dead letter sink, none with the handler's 400 (knativeerrorcode)", copies)
+			}
+			t.Logf("dead letter sink %s logged the event (%d copies, %d with the 400):%s", p.Name, copies, with400, shown)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event %s not in the dead letter sink's log after 3m (%d pods)", id, len(pods))
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
