@@ -1,26 +1,23 @@
 // Command bench is make bench-knative: figures of config/knative on the
-// local cluster's real Knative, all in one run.
-//
+// local cluster's real Knative, all in one run:
 //   - cold start: a TES task created while the handler is at zero pods, to
 //     its first Job (the TES API's create, the Broker, the Trigger, the
 //     activator starting a handler pod, the handler's step);
-//
 //   - warm: the same with a handler pod up;
-//
 //   - step gap: an executor's Job seen complete to the next one's Job seen
 //     created, through the ApiServerSource's adapter, the Broker and a
 //     Trigger, and then through a second ApiServerSource whose sink is the
-//     handler itself (direct delivery, the Broker's Triggers of Job and Pod
-//     events filtering nothing meanwhile);
-//
+//     handler itself (direct delivery; the Broker's Triggers of Job and Pod
+//     events filter a type no event has meanwhile);
 //   - tasks that did not end COMPLETE, and the deliveries the Broker's
 //     filter logged as failed (events retried, or lost to the dead letter
 //     sink);
-//
 //   - the memory (working set, from the kubelet) of Knative's control
 //     plane, its data plane and the project's pods.
 //
-//     go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 4]
+// Usage:
+//
+//	go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 4]
 package main
 
 import (
