@@ -30,8 +30,9 @@ func TestTemplateValues(t *testing.T) {
 		{"images", map[string]any{"auth": map[string]any{"mode": "none"}, "images": map[string]any{
 			"handler": map[string]any{"repository": "r/h", "tag": "v1"},
 			"tes":     map[string]any{"repository": "r/t", "tag": ""},
-			"filer":   map[string]any{"repository": "r/f", "tag": "v3"}}},
-			[]string{"image: r/h:v1", "image: r/t\n", `FILER_NAME: "r/f"`, `FILER_VERSION: "v3"`}},
+			"filer":   map[string]any{"repository": "r/f", "tag": "v3"},
+			"eventDisplay": map[string]any{"repository": "r/d", "tag": "v4"}}},
+			[]string{"image: r/h:v1", "image: r/t\n", `FILER_NAME: "r/f"`, `FILER_VERSION: "v3"`, "image: r/d:v4"}},
 		{"auth", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://i.example/", "audience": "aud", "groupsClaim": "g", "adminGroup": "admins"}}},
 			[]string{`TES_AUTH: "oidc"`, `OIDC_ISSUER: "https://i.example/"`, `OIDC_AUDIENCE: "aud"`, `OIDC_GROUPS_CLAIM: "g"`, `OIDC_ADMIN_GROUP: "admins"`}},
 		{"tasks", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": 5, "filerRetries": 1, "podTimeoutSeconds": 60, "maxQueueSeconds": 3600, "ttlSeconds": 86400}},
