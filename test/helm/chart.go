@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 	kubefake "helm.sh/helm/v4/pkg/kube/fake"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
@@ -50,11 +51,7 @@ func Render(vals map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rel, ok := r.(*release.Release)
-	if !ok {
-		return "", fmt.Errorf("unexpected release type %T", r)
-	}
-	return rel.Manifest, nil
+	return manifest(r)
 }
 
 // Lint lints the chart with vals, as helm lint --strict does; it returns
@@ -86,38 +83,64 @@ func config(kubeconfig, namespace string) (*action.Configuration, error) {
 }
 
 // Install installs the chart as release name (its record in namespace) on
-// the cluster of kubeconfig, with vals over values.yaml.
-func Install(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) error {
+// the cluster of kubeconfig, with vals over values.yaml, and returns the
+// release's manifest.
+func Install(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) (string, error) {
 	cfg, err := config(kubeconfig, namespace)
 	if err != nil {
-		return err
+		return "", err
 	}
 	chrt, err := loader.Load(ChartDir())
 	if err != nil {
-		return err
+		return "", err
 	}
 	inst := action.NewInstall(cfg)
 	inst.ReleaseName = name
 	inst.Namespace = namespace
 	inst.CreateNamespace = true
-	_, err = inst.RunWithContext(ctx, chrt, vals)
-	return err
+	// The caller waits for what it needs (Knative objects' Ready).
+	inst.WaitStrategy = kube.HookOnlyStrategy
+	r, err := inst.RunWithContext(ctx, chrt, vals)
+	if err != nil {
+		return "", err
+	}
+	return manifest(r)
 }
 
-// Upgrade upgrades release name to the chart with vals over values.yaml.
-func Upgrade(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) error {
+// Upgrade upgrades release name to the chart with vals over values.yaml,
+// as helm upgrade --force-conflicts does, and returns the release's new
+// manifest.
+func Upgrade(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) (string, error) {
 	cfg, err := config(kubeconfig, namespace)
 	if err != nil {
-		return err
+		return "", err
 	}
 	chrt, err := loader.Load(ChartDir())
 	if err != nil {
-		return err
+		return "", err
 	}
 	up := action.NewUpgrade(cfg)
 	up.Namespace = namespace
-	_, err = up.RunWithContext(ctx, name, chrt, vals)
-	return err
+	up.WaitStrategy = kube.HookOnlyStrategy
+	// As helm upgrade --force-conflicts: Knative's webhooks write fields
+	// of the Knative Services (Serving's defaults in the containers, the
+	// SinkBinding's K_SINK), so a server-side apply of the chart's own
+	// values conflicts with them (docs/helm.md).
+	up.ServerSideApply = "auto"
+	up.ForceConflicts = true
+	r, err := up.RunWithContext(ctx, name, chrt, vals)
+	if err != nil {
+		return "", err
+	}
+	return manifest(r)
+}
+
+func manifest(r any) (string, error) {
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return "", fmt.Errorf("unexpected release type %T", r)
+	}
+	return rel.Manifest, nil
 }
 
 // Uninstall uninstalls release name.
@@ -126,6 +149,8 @@ func Uninstall(kubeconfig, namespace, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = action.NewUninstall(cfg).Run(name)
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy = kube.HookOnlyStrategy
+	_, err = un.Run(name)
 	return err
 }

@@ -47,6 +47,9 @@ const (
 	HandlerImage = "dev.local/tesk-knative-handler:dev"
 	TESImage     = "dev.local/tesk-knative-tes:dev"
 	FilerImage   = "dev.local/tesk-knative-filer:dev"
+	// HandlerImageNext is the handler's image under a second tag: what
+	// an upgrade to a new version changes.
+	HandlerImageNext = "dev.local/tesk-knative-handler:next"
 	// ProbeImage is cmd/probe: a container that tries to reach addresses
 	// and reports what answered (the trust boundaries' test).
 	ProbeImage = "dev.local/tesk-knative-probe:dev"
@@ -73,6 +76,11 @@ var (
 
 // Env is config/knative deployed on a local cluster with Knative.
 type Env struct {
+	// Namespaces are the platform's and the tasks' namespaces of the
+	// deployment the methods act on: Platform and Tasks (config/knative's),
+	// or the chart's in an Env of In.
+	Namespaces struct{ Platform, Tasks string }
+
 	C      *cluster.Cluster
 	Node   *cluster.RealNode
 	Store  *s3server.Server
@@ -119,6 +127,9 @@ func BuildImages(ctx context.Context, root, dir string) ([]cluster.NodeImage, er
 	for _, b := range built {
 		for _, ref := range b.Refs {
 			out = append(out, cluster.NodeImage{Ref: ref, Tar: b.Path})
+			if ref == HandlerImage {
+				out = append(out, cluster.NodeImage{Ref: HandlerImageNext, Tar: b.Path})
+			}
 		}
 	}
 	probe, err := probeImage(ctx, root, dir)
@@ -168,6 +179,7 @@ func Setup(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) (
 		return nil, err
 	}
 	e := &Env{C: c, Node: n, Logf: logf}
+	e.Namespaces.Platform, e.Namespaces.Tasks = Platform, Tasks
 	t0 := time.Now()
 	dir, err := os.MkdirTemp("", "tesk-knative-images-")
 	if err != nil {
@@ -199,7 +211,7 @@ func Setup(ctx context.Context, c *cluster.Cluster, logf func(string, ...any)) (
 		e.Close()
 		return nil, err
 	}
-	if err := e.storeAccess(ctx); err != nil {
+	if err := e.StoreAccess(ctx); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -249,15 +261,23 @@ func (e *Env) Deploy(ctx context.Context) error {
 	return nil
 }
 
-// storeAccess gives the filers the S3 server: the aws-secret in the tasks'
+// In is the Env of another deployment on the same cluster: its platform's
+// and its tasks' namespaces.
+func (e *Env) In(platform, tasks string) *Env {
+	other := *e
+	other.Namespaces.Platform, other.Namespaces.Tasks = platform, tasks
+	return &other
+}
+
+// StoreAccess gives the filers the S3 server: the aws-secret in the tasks'
 // namespace and a NetworkPolicy that lets the tasks' pods reach its port.
-func (e *Env) storeAccess(ctx context.Context) error {
+func (e *Env) StoreAccess(ctx context.Context) error {
 	config, credentials := e.Store.AWSConfig()
 	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: Tasks},
+		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: e.Namespaces.Tasks},
 		StringData: map[string]string{"config": config, "credentials": credentials},
 	}
-	secrets := e.C.Client.CoreV1().Secrets(Tasks)
+	secrets := e.C.Client.CoreV1().Secrets(e.Namespaces.Tasks)
 	_, err := secrets.Create(ctx, sec, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) { // from an earlier run, with another server's address
 		_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
@@ -276,7 +296,7 @@ func (e *Env) AllowEgress(ctx context.Context, name, ip, port string) error {
 	tcp := corev1.ProtocolTCP
 	p := intstr.Parse(port)
 	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Tasks},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Namespaces.Tasks},
 		Spec: networkingv1.NetworkPolicySpec{
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{
@@ -285,7 +305,7 @@ func (e *Env) AllowEgress(ctx context.Context, name, ip, port string) error {
 			}},
 		},
 	}
-	policies := e.C.Client.NetworkingV1().NetworkPolicies(Tasks)
+	policies := e.C.Client.NetworkingV1().NetworkPolicies(e.Namespaces.Tasks)
 	_, err := policies.Create(ctx, np, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = policies.Update(ctx, np, metav1.UpdateOptions{})

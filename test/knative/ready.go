@@ -20,7 +20,7 @@ import (
 func (e *Env) NotReady(ctx context.Context) ([]string, error) {
 	var bad []string
 	for _, gvr := range knativeObjectGVRs {
-		list, err := e.C.Dynamic.Resource(gvr).Namespace(Platform).List(ctx, metav1.ListOptions{})
+		list, err := e.C.Dynamic.Resource(gvr).Namespace(e.Namespaces.Platform).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", gvr.Resource, err)
 		}
@@ -74,7 +74,7 @@ func (e *Env) WaitReady(ctx context.Context, timeout time.Duration) error {
 // Pods are the pods of a Knative Service's revisions that have not ended
 // and are not being deleted (a pod that terminates is scale-down under way).
 func (e *Env) Pods(ctx context.Context, service string) ([]corev1.Pod, error) {
-	list, err := e.C.Client.CoreV1().Pods(Platform).List(ctx, metav1.ListOptions{LabelSelector: "serving.knative.dev/service=" + service})
+	list, err := e.C.Client.CoreV1().Pods(e.Namespaces.Platform).List(ctx, metav1.ListOptions{LabelSelector: "serving.knative.dev/service=" + service})
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (e *Env) URL(ctx context.Context, gvrResource string, name string) (string,
 		if gvr.Resource != gvrResource {
 			continue
 		}
-		o, err := e.C.Dynamic.Resource(gvr).Namespace(Platform).Get(ctx, name, metav1.GetOptions{})
+		o, err := e.C.Dynamic.Resource(gvr).Namespace(e.Namespaces.Platform).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}

@@ -1,0 +1,232 @@
+//go:build knative
+
+package knative
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+)
+
+// The chart (charts/tesk-knative) installed with the Helm SDK beside
+// config/knative, in namespaces of its own, with only the images and the
+// issuer set: it becomes Ready and runs a TES task to COMPLETE; an upgrade
+// to a new handler image and a TTL while a task runs leaves that task to
+// complete on the new revision; an uninstall leaves none of the release's
+// objects behind.
+func TestChartOnKnative(t *testing.T) {
+	ctx := context.Background()
+	const platform, tasks, release = "tesk-chart", "tesk-chart-tasks", "tesk"
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "release")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/release")
+	build.Dir = filepath.Join(root, "test", "helm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building test/helm/cmd/release: %v\n%s", err, out)
+	}
+	repo := func(ref string) string { return ref[:strings.LastIndexByte(ref, ':')] }
+	tag := func(ref string) string { return ref[strings.LastIndexByte(ref, ':')+1:] }
+	image := func(ref string) map[string]any { return map[string]any{"repository": repo(ref), "tag": tag(ref)} }
+	values := map[string]any{
+		"namespaces": map[string]any{"platform": platform, "tasks": tasks},
+		"images": map[string]any{
+			"handler": image(HandlerImage), "tes": image(TESImage), "filer": image(FilerImage),
+			"eventDisplay": image(EventDisplayImage),
+		},
+		"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
+	}
+	helm := func(verb string, vals map[string]any) string {
+		t.Helper()
+		vf, mf := filepath.Join(dir, "values.json"), filepath.Join(dir, "manifest.yaml")
+		b, _ := json.Marshal(vals)
+		if err := os.WriteFile(vf, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, bin, "-kubeconfig", env.C.Kubeconfig, "-namespace", platform, "-name", release, "-values", vf, "-manifest", mf, verb)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("helm %s: %v\n%s", verb, err, out.String())
+		}
+		if verb == "uninstall" {
+			return ""
+		}
+		m, err := os.ReadFile(mf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(m)
+	}
+
+	t0 := time.Now()
+	uninstalled := false
+	t.Cleanup(func() {
+		if !uninstalled {
+			exec.Command(bin, "-kubeconfig", env.C.Kubeconfig, "-namespace", platform, "-name", release, "uninstall").Run()
+		}
+		for _, ns := range []string{tasks, platform} {
+			env.C.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		}
+	})
+	helm("install", values)
+	chart := env.In(platform, tasks)
+	if err := chart.StoreAccess(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := chart.WaitReady(ctx, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("chart installed and Ready in %s", time.Since(t0).Round(time.Millisecond))
+
+	api, err := chart.TES(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := TwoStepTask("through-the-chart", "chart/result.txt")
+	// The second executor waits, so that the upgrade comes while it runs.
+	task.Executors[1].Command = []string{"sh", "-c", "sleep 20; cat /data/out/result.txt"}
+	id, err := api.Create(ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitJob(ctx, tasks, id+"-ex-01", 4*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	values["images"].(map[string]any)["handler"] = image(HandlerImageNext)
+	values["tasks"] = map[string]any{"ttlSeconds": 3600}
+	upgraded := helm("upgrade", values)
+	if !strings.Contains(upgraded, "image: "+HandlerImageNext) || !strings.Contains(upgraded, `TASK_TTL_SECONDS: "3600"`) {
+		t.Fatalf("the upgraded release does not hold the new image and TTL")
+	}
+	got, err := api.Wait(ctx, id, 5*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "COMPLETE" {
+		t.Fatalf("task through the chart ended %s across the upgrade: %+v", got.State, got.Logs)
+	}
+	if out, err := env.Store.Get(ctx, Bucket, "chart/result.txt"); err != nil || out != "HELLO FROM TES ON KNATIVE\n" {
+		t.Errorf("output in S3: %q, %v", out, err)
+	}
+	svc, err := env.C.Dynamic.Resource(ServiceGVR).Namespace(platform).Get(ctx, "tesk-handler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev, _, _ := unstructured.NestedString(svc.Object, "status", "latestReadyRevisionName"); !strings.HasSuffix(rev, "-00002") {
+		t.Errorf("handler's latest ready revision %q, want the upgrade's (00002)", rev)
+	}
+
+	objs, err := manifestObjects(upgraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm("uninstall", nil)
+	uninstalled = true
+	deadline := time.Now().Add(4 * time.Minute) // the namespaces' objects go first
+	for {
+		var left []string
+		for _, o := range objs {
+			if _, err := o.get(ctx); !apierrors.IsNotFound(err) {
+				left = append(left, o.String())
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("4m after helm uninstall, %d of the release's %d objects are left: %v", len(left), len(objs), left)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("uninstall removed all %d objects of the release", len(objs))
+}
+
+// waitJob waits until the task's Job name exists in namespace ns.
+func waitJob(ctx context.Context, ns, name string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := env.C.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("job %s/%s not there after %s: %v", ns, name, timeout, err)
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// manifestObject is one object of a release's manifest.
+type manifestObject struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+	kind      string
+}
+
+func (o manifestObject) String() string { return o.kind + " " + o.namespace + "/" + o.name }
+
+func (o manifestObject) get(ctx context.Context) (*unstructured.Unstructured, error) {
+	r := env.C.Dynamic.Resource(o.gvr)
+	if o.namespace != "" {
+		return r.Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+	}
+	return r.Get(ctx, o.name, metav1.GetOptions{})
+}
+
+// manifestObjects reads a release's manifest into the objects it names,
+// their resources found through the API server's discovery.
+func manifestObjects(manifest string) ([]manifestObject, error) {
+	groups, err := restmapper.GetAPIGroupResources(env.C.Client.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	var out []manifestObject
+	for _, doc := range strings.Split(manifest, "\n---") {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, err
+		}
+		if u.Object == nil || u.GetKind() == "" {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", gvk, u.GetName(), err)
+		}
+		ns := u.GetNamespace()
+		if m.Scope.Name() == meta.RESTScopeNameRoot {
+			ns = ""
+		}
+		out = append(out, manifestObject{gvr: m.Resource, namespace: ns, name: u.GetName(), kind: u.GetKind()})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the release's manifest names no object")
+	}
+	return out, nil
+}
