@@ -28,9 +28,9 @@ func TestTemplateValues(t *testing.T) {
 		{"namespaces", map[string]any{"auth": map[string]any{"mode": "none"}, "namespaces": map[string]any{"platform": "p1", "tasks": "t1"}},
 			[]string{"namespace: p1", "namespace: t1", `NAMESPACE: "t1"`, "kubernetes.io/metadata.name: t1"}},
 		{"images", map[string]any{"auth": map[string]any{"mode": "none"}, "images": map[string]any{
-			"handler": map[string]any{"repository": "r/h", "tag": "v1"},
-			"tes":     map[string]any{"repository": "r/t", "tag": ""},
-			"filer":   map[string]any{"repository": "r/f", "tag": "v3"},
+			"handler":      map[string]any{"repository": "r/h", "tag": "v1"},
+			"tes":          map[string]any{"repository": "r/t", "tag": ""},
+			"filer":        map[string]any{"repository": "r/f", "tag": "v3"},
 			"eventDisplay": map[string]any{"repository": "r/d", "tag": "v4"}}},
 			[]string{"image: r/h:v1", "image: r/t\n", `FILER_NAME: "r/f"`, `FILER_VERSION: "v3"`, "image: r/d:v4"}},
 		{"auth", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://i.example/", "audience": "aud", "groupsClaim": "g", "adminGroup": "admins"}}},
