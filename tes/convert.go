@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +67,10 @@ func DecodeTask(body []byte) (*Task, error) {
 
 // jsonError says in the specification's field names what did not parse.
 func jsonError(err error) error {
+	var br *BadRequestError
+	if errors.As(err, &br) {
+		return br
+	}
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
@@ -146,6 +152,11 @@ func Validate(t *Task) error {
 		if in.URL == "" && in.Content == "" {
 			return bad("%s: url or content is required", f)
 		}
+		if in.URL != "" {
+			if err := checkURL(in.URL); err != nil {
+				return bad("%s.url: %v", f, err)
+			}
+		}
 		if in.Content != "" && in.Type == TypeDirectory {
 			return bad("%s.content: a DIRECTORY input takes a url, not content", f)
 		}
@@ -163,6 +174,9 @@ func Validate(t *Task) error {
 		}
 		if out.URL == "" {
 			return bad("%s.url: required", f)
+		}
+		if err := checkURL(out.URL); err != nil {
+			return bad("%s.url: %v", f, err)
 		}
 		if taskspec.HasWildcard(out.Path) && out.PathPrefix == "" {
 			return bad("%s.path_prefix: required, as the path %q has wildcards", f, out.Path)
@@ -227,6 +241,43 @@ func dropUnsupported(r *Resources) []string {
 		r.BackendParameters = nil
 	}
 	return dropped
+}
+
+// StorageSchemes are the URL schemes of inputs and outputs the filer moves
+// data with (service-info's storage lists them). file:// URLs work where
+// the operator mounted a transfer volume (behaviour §3.9).
+var StorageSchemes = []string{"http", "https", "ftp", "s3", "file"}
+
+// checkURL refuses an input's or output's URL that the filer could never
+// fetch: no scheme, one it does not speak, or a form it cannot read.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", taskspec.Redact(raw), strings.TrimPrefix(err.Error(), "parse "))
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch {
+	case scheme == "":
+		return fmt.Errorf("%q has no scheme (one of %s)", taskspec.Redact(raw), strings.Join(StorageSchemes, ", "))
+	case !slices.Contains(StorageSchemes, scheme):
+		return fmt.Errorf("the scheme %q is not supported (one of %s)", u.Scheme, strings.Join(StorageSchemes, ", "))
+	case u.Opaque != "":
+		return fmt.Errorf("%q is not of the form %s://...", taskspec.Redact(raw), scheme)
+	case scheme == "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return fmt.Errorf("%q names the host %q: a file URL names a path on the transfer volume (file:///...)", taskspec.Redact(raw), u.Host)
+		}
+		if u.Path == "" || u.Path == "/" {
+			return fmt.Errorf("%q names no file", taskspec.Redact(raw))
+		}
+	case u.Host == "":
+		what := "host"
+		if scheme == "s3" {
+			what = "bucket"
+		}
+		return fmt.Errorf("%q names no %s", taskspec.Redact(raw), what)
+	}
+	return nil
 }
 
 func checkType(t string) error {

@@ -197,6 +197,11 @@ func (s *Server) serviceInfo(c echo.Context) error {
 	info := s.Config.Info
 	info.Type = ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
 	info.TesResourcesBackendParameters = append([]string{}, SupportedBackendParameters...)
+	if len(info.Storage) == 0 {
+		// What every deployment's filer reaches; file:// only where the
+		// operator mounted a transfer volume (HOST_BASE_PATH).
+		info.Storage = []string{"http://", "https://", "ftp://", "s3://"}
+	}
 	return c.JSON(http.StatusOK, info)
 }
 

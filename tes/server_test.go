@@ -261,6 +261,17 @@ func TestServiceInfo(t *testing.T) {
 	if _, ok := info["tesResources_backend_parameters"].([]any); !ok {
 		t.Errorf("tesResources_backend_parameters is not a list: %v", info)
 	}
+	// storage names what POST accepts in inputs and outputs.
+	storage, _ := info["storage"].([]any)
+	if len(storage) == 0 {
+		t.Fatalf("storage: %v, want the URL schemes the filer speaks", info["storage"])
+	}
+	for _, s := range storage {
+		scheme := strings.TrimSuffix(s.(string), "://")
+		if err := checkURL(scheme + "://example.org/x"); err != nil {
+			t.Errorf("service-info lists %q but a URL of it is refused: %v", s, err)
+		}
+	}
 }
 
 func meta(name string, created int64, ann map[string]string) metav1.ObjectMeta {

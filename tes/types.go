@@ -5,6 +5,16 @@
 // state back from the cluster.
 package tes
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
 // The TES 1.1 types, with exactly the specification's fields. Optional fields
 // are left out of answers when empty, except where the specification
 // requires them (tesTaskLog.logs and outputs, tesExecutorLog.exit_code).
@@ -70,6 +80,42 @@ type Resources struct {
 	Zones                   []string          `json:"zones,omitempty"`
 	BackendParameters       map[string]string `json:"backend_parameters,omitempty"`
 	BackendParametersStrict bool              `json:"backend_parameters_strict,omitempty"`
+}
+
+// UnmarshalJSON reads tesResources as the specification's JSON mapping
+// allows: cpu_cores, an integer, may be written as a whole number with a
+// fraction part (2.0), as protojson and other TES servers read it.
+// Unknown fields are refused, as everywhere in a task.
+func (r *Resources) UnmarshalJSON(b []byte) error {
+	type plain Resources
+	var aux struct {
+		plain
+		CPUCores json.RawMessage `json:"cpu_cores,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&aux); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Field = strings.TrimPrefix(te.Field, "plain.") // the decoder above names the embedded struct
+		}
+		return err
+	}
+	*r = Resources(aux.plain)
+	r.CPUCores = 0
+	raw := string(bytes.TrimSpace(aux.CPUCores))
+	if raw == "" || raw == "null" {
+		return nil
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil || !json.Valid(aux.CPUCores) || raw[0] == '"' {
+		return &BadRequestError{Msg: fmt.Sprintf("resources.cpu_cores: %s is not a number of cores", raw)}
+	}
+	if f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return &BadRequestError{Msg: fmt.Sprintf("resources.cpu_cores: %s is not a whole number of cores", raw)}
+	}
+	r.CPUCores = int32(f)
+	return nil
 }
 
 // TaskLog is tesTaskLog.
