@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,96 @@ func TestCancelRaces(t *testing.T) {
 			}
 			if (c.state == StateCanceled) != (plan.Final != nil) {
 				t.Errorf("final %v with state %s", plan.Final, c.state)
+			}
+		})
+	}
+}
+
+// A cancel racing the task's last step is decided by what the cluster
+// shows (behaviour §1.18): once the last part has passed, the task ends
+// COMPLETE and nothing is deleted but its volume; while a part still runs,
+// the cancel wins.
+func TestCancelAfterTheLastStep(t *testing.T) {
+	withOutputs := []string{"pvc", "inputs-filer", "ex-00", "outputs-filer"}
+	noFilers := []string{"pvc", "ex-00", "ex-01"}
+	cases := []struct {
+		name      string
+		parts     []string
+		started   []string
+		done      []string
+		completed []string // parts whose jobs exist, complete
+		running   []string // parts whose jobs exist, running
+		state     string
+		deletes   int
+	}{
+		{
+			name:    "the outputs filer done, COMPLETE not yet written: COMPLETE",
+			parts:   withOutputs,
+			started: withOutputs, done: []string{"inputs-filer", "ex-00"},
+			completed: []string{"inputs-filer", "ex-00", "outputs-filer"},
+			state:     StateComplete,
+		},
+		{
+			name:    "no filers, the last executor done: COMPLETE",
+			parts:   noFilers,
+			started: noFilers, done: []string{"ex-00"},
+			completed: []string{"ex-00", "ex-01"},
+			state:     StateComplete,
+		},
+		{
+			name:    "the outputs filer still running: the cancel wins",
+			parts:   withOutputs,
+			started: withOutputs, done: []string{"inputs-filer", "ex-00"},
+			completed: []string{"inputs-filer", "ex-00"},
+			running:   []string{"outputs-filer"},
+			state:     StateCanceling,
+			deletes:   1,
+		},
+		{
+			name:    "the last executor done, the outputs filer not started: the cancel wins",
+			parts:   withOutputs,
+			started: []string{"pvc", "inputs-filer", "ex-00"}, done: []string{"inputs-filer"},
+			completed: []string{"inputs-filer", "ex-00"},
+			state:     StateCanceled,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := progressOf(c.parts, "ev-1", t0.Add(-time.Minute), c.started...).withDone(c.done...)
+			jobs := map[string]*batchv1.Job{}
+			for _, part := range c.completed {
+				jobs[part] = completed(part)
+			}
+			for _, part := range c.running {
+				jobs[part] = running(part)
+			}
+			plan := Decide(Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(&p)), Jobs: jobs}, DefaultConfig(), t0)
+			if plan.State != c.state {
+				t.Fatalf("state %s, want %s (plan %+v)", plan.State, c.state, plan)
+			}
+			deletes := 0
+			for _, a := range plan.Actions {
+				switch a.Kind {
+				case CreateJob, CreatePVC:
+					t.Errorf("a cancelled task starts %s", a.Part)
+				case DeleteJob:
+					deletes++
+				}
+			}
+			if deletes != c.deletes {
+				t.Errorf("%d job deletions, want %d", deletes, c.deletes)
+			}
+			if c.state == StateComplete {
+				if plan.Final == nil || plan.Final.State != StateComplete {
+					t.Fatalf("final %+v, want COMPLETE", plan.Final)
+				}
+				said := false
+				for _, n := range plan.Notes {
+					said = said || strings.Contains(n.Msg, "cancelled after its last step")
+				}
+				if !said {
+					t.Errorf("notes %+v do not say the cancel came after the last step", plan.Notes)
+				}
 			}
 		})
 	}

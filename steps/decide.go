@@ -148,6 +148,16 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 		return stop(plan, prog, cfg, StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
 	}
 	if obs.Anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
+		// A cancel that comes once the last part has passed stops nothing:
+		// the task's work is done and its outputs are uploaded, so it ends
+		// COMPLETE, whichever of the cancel and the last job's end the
+		// service saw first (behaviour §1.18).
+		if prog.Parts != nil {
+			if done := advance(plan, prog, obs, cfg, now); done.Final != nil && done.Final.State == StateComplete {
+				done.note("info", "%s", "The task was cancelled after its last step had passed: it ends COMPLETE")
+				return done
+			}
+		}
 		return cancel(plan, prog, obs, cfg, now)
 	}
 	if prog.Parts == nil {
