@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -670,20 +671,79 @@ func (s *Server) list(c echo.Context) error {
 		}
 		opts.Continue = l.Continue
 	}
-	page, more := Page(anchors, q)
-	resp := ListTasksResponse{Tasks: make([]Task, len(page))}
-	if q.View == ViewMinimal {
-		for i, m := range page {
-			resp.Tasks[i] = Task{ID: m.Name, State: MetaState(m)}
+	var page []metav1.ObjectMeta
+	var more bool
+	var resp ListTasksResponse
+	if slices.Contains(passingStates, q.State) {
+		page, more, resp.Tasks, err = s.pageInState(ctx, anchors, q)
+		if err != nil {
+			return s.fail(c, err)
 		}
-	} else if err := s.views(ctx, page, q.View, resp.Tasks); err != nil {
-		return s.fail(c, err)
+	} else {
+		page, more = Page(anchors, q)
+		resp.Tasks = make([]Task, len(page))
+		if q.View == ViewMinimal {
+			for i, m := range page {
+				resp.Tasks[i] = Task{ID: m.Name, State: MetaState(m)}
+			}
+		} else if err := s.views(ctx, page, q.View, resp.Tasks); err != nil {
+			return s.fail(c, err)
+		}
 	}
 	if more {
 		last := page[len(page)-1]
 		resp.NextPageToken = pageToken{Created: last.CreationTimestamp.Unix(), Name: last.Name}.String()
 	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// passingStates are the states a task of this service passes through
+// (never UNKNOWN, PAUSED or PREEMPTED).
+var passingStates = []string{steps.StateQueued, steps.StateInitializing, steps.StateRunning, steps.StateCanceling}
+
+// pageInState is a page of the tasks in q.State, a state a task passes
+// through: the anchor's metadata may lag a running task's state by a step,
+// so the tasks that have not ended (and that the other filters keep) have
+// their state derived as GET derives it, from their jobs and pods, a chunk
+// at a time, newest first, until the page is full. A task ended is known
+// from its anchor alone, so the final states are filtered as before.
+func (s *Server) pageInState(ctx context.Context, anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool, []Task, error) {
+	all := q
+	all.State, all.PageSize = "", len(anchors)+1
+	candidates, _ := Page(anchors, all)
+	var live []metav1.ObjectMeta
+	for _, m := range candidates {
+		if !IsFinal(MetaState(m)) {
+			live = append(live, m)
+		}
+	}
+	var page []metav1.ObjectMeta
+	var tasks []Task
+	for from := 0; from < len(live); from += viewChunk {
+		chunk := live[from:min(from+viewChunk, len(live))]
+		states := make([]Task, len(chunk))
+		if err := s.views(ctx, chunk, ViewMinimal, states); err != nil {
+			return nil, false, nil, err
+		}
+		for i, t := range states {
+			if t.State != q.State {
+				continue
+			}
+			if len(page) == q.PageSize {
+				return page, true, tasks, s.fill(ctx, page, q.View, tasks)
+			}
+			page, tasks = append(page, chunk[i]), append(tasks, t)
+		}
+	}
+	return page, false, tasks, s.fill(ctx, page, q.View, tasks)
+}
+
+// fill reads a page's tasks in a view richer than MINIMAL.
+func (s *Server) fill(ctx context.Context, page []metav1.ObjectMeta, view string, tasks []Task) error {
+	if view == ViewMinimal {
+		return nil
+	}
+	return s.views(ctx, page, view, tasks)
 }
 
 // viewChunk is how many tasks of a page one set of LIST calls reads.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -495,5 +498,123 @@ func TestTaskLogFromJobsAndPods(t *testing.T) {
 	l = full["logs"].([]any)[0].(map[string]any)["logs"].([]any)[0].(map[string]any)
 	if l["stdout"] != "fake logs" { // what the fake clientset answers for a pod's log
 		t.Errorf("FULL stdout %q", l["stdout"])
+	}
+}
+
+// withMetadata gives the server a metadata client holding the anchors the
+// typed fake holds now (list reads anchors' metadata through it).
+func (a *apiTest) withMetadata() {
+	a.t.Helper()
+	cms, err := a.client.CoreV1().ConfigMaps("tes").List(context.Background(), metaListAll)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		a.t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, cm := range cms.Items {
+		objs = append(objs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: cm.ObjectMeta})
+	}
+	a.srv.Metadata = metadatafake.NewSimpleMetadataClient(scheme, objs...)
+}
+
+// startExecutor records the task's executor 0 as started, with its job
+// running and its pod as given.
+func (a *apiTest) startExecutor(id string, pod corev1.PodStatus) {
+	a.t.Helper()
+	ctx := context.Background()
+	cm, err := a.client.CoreV1().ConfigMaps("tes").Get(ctx, id, metaGet)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+	cm.Annotations[taskmeta.AnnotationProgress] = prog.String()
+	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		a.t.Fatal(err)
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: id + "-ex-00", Namespace: "tes",
+		Labels: map[string]string{taskmeta.LabelTask: id}, OwnerReferences: []metav1.OwnerReference{{UID: cm.UID, Kind: "ConfigMap", Name: id}}}}
+	if _, err := a.client.BatchV1().Jobs("tes").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		a.t.Fatal(err)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-abcde", Namespace: "tes", CreationTimestamp: metav1.Now(),
+		Labels: map[string]string{taskmeta.LabelTask: id, batchv1.JobNameLabel: job.Name}}, Status: pod}
+	if _, err := a.client.CoreV1().Pods("tes").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// ?state= keeps the tasks GET /tasks/{id} gives that state, not those the
+// anchor's metadata suggests: a task whose executor's pod cannot be
+// scheduled is QUEUED in both, though its executor was started.
+func TestListStateFilterAgreesWithGet(t *testing.T) {
+	a := newAPITest(t)
+	create := func() string {
+		code, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"a","command":["x"]}]}`)
+		if code != http.StatusOK {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		return body["id"].(string)
+	}
+	waiting, running, fresh := create(), create(), create()
+	a.startExecutor(waiting, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu.",
+	}}})
+	a.startExecutor(running, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+	}}})
+	a.withMetadata()
+	want := map[string][]string{
+		steps.StateQueued:  {fresh, waiting},
+		steps.StateRunning: {running},
+	}
+	for _, id := range []string{waiting, running, fresh} {
+		if _, got := a.do(http.MethodGet, "/tasks/"+id, ""); !slices.Contains(want[got["state"].(string)], id) {
+			t.Fatalf("GET %s: %v, not the state the test expects", id, got["state"])
+		}
+	}
+	for state, ids := range want {
+		for _, view := range []string{"MINIMAL", "BASIC"} {
+			code, body := a.do(http.MethodGet, "/tasks?state="+state+"&view="+view, "")
+			if code != http.StatusOK {
+				t.Fatalf("list %s: %d %v", state, code, body)
+			}
+			var got []string
+			for _, tk := range body["tasks"].([]any) {
+				m := tk.(map[string]any)
+				if m["state"] != state {
+					t.Errorf("?state=%s&view=%s returns %v in state %v", state, view, m["id"], m["state"])
+				}
+				got = append(got, m["id"].(string))
+			}
+			slices.Sort(got)
+			wantIDs := slices.Sorted(slices.Values(ids))
+			if !slices.Equal(got, wantIDs) {
+				t.Errorf("?state=%s&view=%s: %v, want %v", state, view, got, wantIDs)
+			}
+		}
+	}
+	// Paging through a derived state: one task a page, each once.
+	seen := map[string]bool{}
+	token := ""
+	for pages := 0; pages < 5; pages++ {
+		_, body := a.do(http.MethodGet, "/tasks?state=QUEUED&page_size=1"+token, "")
+		for _, tk := range body["tasks"].([]any) {
+			id := tk.(map[string]any)["id"].(string)
+			if seen[id] {
+				t.Errorf("%s on two pages", id)
+			}
+			seen[id] = true
+		}
+		next, _ := body["next_page_token"].(string)
+		if next == "" {
+			break
+		}
+		token = "&page_token=" + next
+	}
+	if len(seen) != 2 || !seen[fresh] || !seen[waiting] {
+		t.Errorf("pages of QUEUED: %v, want %s and %s", seen, fresh, waiting)
 	}
 }
