@@ -6,8 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,8 +141,9 @@ func TestCancelThroughKnative(t *testing.T) {
 	t.Logf("task %s CANCELED and its pods gone %s after the request", id, time.Since(t0).Round(time.Millisecond))
 }
 
-// The handler's pods killed (grace period 0) while the task's first
-// executor runs: Knative starts the handler again on the next event, the
+// The handler's process SIGKILLed in its container while the task's first
+// executor runs: the kubelet starts the container again (or Knative another
+// pod), the Broker redelivers what the killed process did not answer, the
 // task reaches COMPLETE, and each of its Jobs was created once.
 func TestHandlerKilledMidTask(t *testing.T) {
 	ctx := context.Background()
@@ -162,13 +167,18 @@ func TestHandlerKilledMidTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zero := int64(0)
+	killed := 0
 	for _, p := range pods {
-		if err := env.C.Client.CoreV1().Pods(Platform).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		n, err := killContainerProcesses(string(p.UID), "handler")
+		if err != nil {
 			t.Fatal(err)
 		}
+		killed += n
 	}
-	t.Logf("killed %d handler pods while the first executor ran", len(pods))
+	if killed == 0 {
+		t.Fatalf("no handler process of the %d handler pods found on the node", len(pods))
+	}
+	t.Logf("SIGKILLed %d handler processes in %d pods while the first executor ran", killed, len(pods))
 	task, err := api.Wait(ctx, id, 5*time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -360,4 +370,35 @@ func TestRefusedEventIsDeadLettered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// killContainerProcesses SIGKILLs, on this machine (the real node), the
+// processes named comm in the containers of the pod with uid, found by
+// their cgroup, and returns how many it killed.
+func killContainerProcesses(uid, comm string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	underscored := strings.ReplaceAll(uid, "-", "_")
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		name, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(name)) != comm {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cg), uid) && !strings.Contains(string(cg), underscored) {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return killed, fmt.Errorf("SIGKILL %d (%s): %w", pid, comm, err)
+		}
+		killed++
+	}
+	return killed, nil
 }
