@@ -12,6 +12,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/kube"
@@ -82,15 +83,22 @@ func config(kubeconfig, namespace string) (*action.Configuration, error) {
 	return cfg, nil
 }
 
+// releaseSetup is what installing or upgrading a release takes: the cluster's
+// configuration and the chart.
+func releaseSetup(kubeconfig, namespace string) (*action.Configuration, *chart.Chart, error) {
+	cfg, err := config(kubeconfig, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	chrt, err := loader.Load(ChartDir())
+	return cfg, chrt, err
+}
+
 // Install installs the chart as release name (its record in namespace) on
 // the cluster of kubeconfig, with vals over values.yaml, and returns the
 // release's manifest.
 func Install(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) (string, error) {
-	cfg, err := config(kubeconfig, namespace)
-	if err != nil {
-		return "", err
-	}
-	chrt, err := loader.Load(ChartDir())
+	cfg, chrt, err := releaseSetup(kubeconfig, namespace)
 	if err != nil {
 		return "", err
 	}
@@ -111,11 +119,7 @@ func Install(ctx context.Context, kubeconfig, namespace, name string, vals map[s
 // as helm upgrade --force-conflicts does, and returns the release's new
 // manifest.
 func Upgrade(ctx context.Context, kubeconfig, namespace, name string, vals map[string]any) (string, error) {
-	cfg, err := config(kubeconfig, namespace)
-	if err != nil {
-		return "", err
-	}
-	chrt, err := loader.Load(ChartDir())
+	cfg, chrt, err := releaseSetup(kubeconfig, namespace)
 	if err != nil {
 		return "", err
 	}

@@ -89,6 +89,16 @@ type Env struct {
 	Logf func(format string, args ...any)
 }
 
+// AttachTo attaches to the cluster that cluster up -knative (make
+// cluster-up KNATIVE=1) runs with its state in dir.
+func AttachTo(dir string) (*cluster.Cluster, error) {
+	st, err := cluster.ReadState(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%v (start the cluster with make cluster-up KNATIVE=1)", err)
+	}
+	return cluster.Attach(st)
+}
+
 // RepoRoot is the module's root, found from the working directory.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()

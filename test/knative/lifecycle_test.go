@@ -26,15 +26,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
-// sleepTask runs n executors of sleep secs each.
-func sleepTask(name string, n int, secs string) *tes.Task {
-	t := &tes.Task{Name: name, Resources: &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1}}
-	for range n {
-		t.Executors = append(t.Executors, tes.Executor{Image: "ubuntu:24.04", Command: []string{"sleep", secs}})
-	}
-	return t
-}
-
 // jobAdds watches the tasks' Jobs from before a task is created and counts
 // how often each of the task's is created.
 type jobAdds struct {
@@ -107,7 +98,7 @@ func TestCancelThroughKnative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := api.Create(ctx, sleepTask("cancel-me", 1, "600"))
+	id, err := api.Create(ctx, RepeatTask("cancel-me", 1, "sleep", "600"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +144,7 @@ func TestHandlerKilledMidTask(t *testing.T) {
 	}
 	jobs := watchJobs(ctx, t)
 	defer jobs.stop()
-	id, err := api.Create(ctx, sleepTask("killed-handler", 3, "4"))
+	id, err := api.Create(ctx, RepeatTask("killed-handler", 3, "sleep", "4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +233,7 @@ func TestSweepCarriesATaskWhoseEventsAreLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	id, err := api.Create(ctx, sleepTask("swept", 1, "1"))
+	id, err := api.Create(ctx, RepeatTask("swept", 1, "sleep", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}

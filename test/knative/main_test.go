@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,11 +31,8 @@ func run(m *testing.M) int {
 	}
 	var c *cluster.Cluster
 	if dir := os.Getenv("TESK_KNATIVE_CLUSTER"); dir != "" {
-		st, err := cluster.ReadState(filepath.Join(dir, "state.json"))
-		if err == nil {
-			c, err = cluster.Attach(st)
-		}
-		if err != nil {
+		var err error
+		if c, err = AttachTo(dir); err != nil {
 			logf("TESK_KNATIVE_CLUSTER=%s: %v", dir, err)
 			return 1
 		}

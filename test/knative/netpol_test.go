@@ -90,7 +90,7 @@ func TestTasksCannotReachTheControlPath(t *testing.T) {
 	id, err := api.Create(ctx, &tes.Task{
 		Name:      "probe",
 		Executors: []tes.Executor{{Image: ProbeImage, Command: append([]string{"/probe"}, args...)}},
-		Resources: &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1},
+		Resources: smallTask(),
 	})
 	if err != nil {
 		t.Fatal(err)

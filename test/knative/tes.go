@@ -120,6 +120,18 @@ func (t *TES) Wait(ctx context.Context, id string, timeout time.Duration, seen f
 	}
 }
 
+// RepeatTask is a task of n executors on ubuntu that each run command.
+func RepeatTask(name string, n int, command ...string) *tes.Task {
+	t := &tes.Task{Name: name, Resources: smallTask()}
+	for range n {
+		t.Executors = append(t.Executors, tes.Executor{Image: "ubuntu:24.04", Command: command})
+	}
+	return t
+}
+
+// smallTask is what the tests' tasks ask for: the node has 2 cores.
+func smallTask() *tes.Resources { return &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1} }
+
 // TwoStepTask is the tests' task: an input, two executors on ubuntu (the
 // busybox stand-in the node holds), an output to S3 at Bucket/key.
 func TwoStepTask(name, key string) *tes.Task {
@@ -131,6 +143,6 @@ func TwoStepTask(name, key string) *tes.Task {
 			{Image: "ubuntu:24.04", Command: []string{"tr", "a-z", "A-Z"}, Stdin: "/data/in/greeting.txt", Stdout: "/data/out/result.txt"},
 			{Image: "ubuntu:24.04", Command: []string{"cat", "/data/out/result.txt"}},
 		},
-		Resources: &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1},
+		Resources: smallTask(),
 	}
 }

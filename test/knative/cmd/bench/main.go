@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +41,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
@@ -64,11 +62,7 @@ func main() {
 func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench-knative: "+format+"\n", a...) }
 
 func run(ctx context.Context, dir string, cold, tasks int) error {
-	st, err := cluster.ReadState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		return fmt.Errorf("%v (start the cluster with make cluster-up KNATIVE=1)", err)
-	}
-	c, err := cluster.Attach(st)
+	c, err := knative.AttachTo(dir)
 	if err != nil {
 		return err
 	}
@@ -217,14 +211,6 @@ func (j *jobTimes) get(name string) (added, complete time.Time) {
 	return j.added[name], j.complete[name]
 }
 
-func task(name string, executors int) *tes.Task {
-	t := &tes.Task{Name: name, Resources: &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1}}
-	for range executors {
-		t.Executors = append(t.Executors, tes.Executor{Image: "ubuntu:24.04", Command: []string{"true"}})
-	}
-	return t
-}
-
 // firstJob times a one-executor task's creation to its first Job, and
 // waits for it to end.
 func firstJob(ctx context.Context, api *knative.TES, jobs *jobTimes) (time.Duration, bool, error) {
@@ -232,7 +218,7 @@ func firstJob(ctx context.Context, api *knative.TES, jobs *jobTimes) (time.Durat
 		return 0, false, err
 	}
 	t0 := time.Now()
-	id, err := api.Create(ctx, task("bench-start", 1))
+	id, err := api.Create(ctx, knative.RepeatTask("bench-start", 1, "true"))
 	if err != nil {
 		return 0, false, err
 	}
@@ -261,7 +247,7 @@ func stepGaps(ctx context.Context, api *knative.TES, jobs *jobTimes, n int) ([]t
 	// One task first whose gaps do not count: a delivery path just set up
 	// (an adapter that has only started its watch) is not its steady state.
 	for i := range n + 1 {
-		id, err := api.Create(ctx, task("bench-steps", 4))
+		id, err := api.Create(ctx, knative.RepeatTask("bench-steps", 4, "true"))
 		if err != nil {
 			return nil, 0, err
 		}

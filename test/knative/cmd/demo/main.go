@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
 )
 
@@ -42,11 +40,7 @@ func main() {
 }
 
 func run(ctx context.Context, dir string) error {
-	st, err := cluster.ReadState(filepath.Join(dir, "state.json"))
-	if err != nil {
-		return fmt.Errorf("%v (start the cluster with make cluster-up KNATIVE=1)", err)
-	}
-	c, err := cluster.Attach(st)
+	c, err := knative.AttachTo(dir)
 	if err != nil {
 		return err
 	}
