@@ -7,7 +7,6 @@ package events
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -73,18 +73,8 @@ type Step struct {
 	Why string `json:"why,omitempty"`
 }
 
-// BadEventError is an event that can never succeed.
-type BadEventError struct{ Msg string }
-
-func (e *BadEventError) Error() string { return e.Msg }
-
-func bad(format string, a ...any) error { return &BadEventError{Msg: fmt.Sprintf(format, a...)} }
-
-// IsBad reports whether err is a BadEventError.
-func IsBad(err error) bool {
-	var b *BadEventError
-	return errors.As(err, &b)
-}
+// bad is an event that can never succeed.
+func bad(format string, a ...any) error { return invalid.Errorf(format, a...) }
 
 // FromHTTP decodes a CloudEvents 1.0 request, binary or structured mode, and
 // validates it. The body is bounded by MaxBodyBytes.

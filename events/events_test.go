@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
@@ -41,7 +42,7 @@ func newEvent(typ, data string) *cloudevents.Event {
 type classifyCase struct {
 	name string
 	ev   *cloudevents.Event
-	want Step // compared without Why and Input; Kind "" means a BadEventError
+	want Step // compared without Why and Input; Kind "" means an invalid.Error
 }
 
 func runClassify(t *testing.T, cases []classifyCase) {
@@ -50,8 +51,8 @@ func runClassify(t *testing.T, cases []classifyCase) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Classify(c.ev, ns)
 			if c.want.Kind == "" {
-				if err == nil || !IsBad(err) {
-					t.Fatalf("Classify = %+v, %v; want a BadEventError", got, err)
+				if err == nil || !invalid.Is(err) {
+					t.Fatalf("Classify = %+v, %v; want an invalid.Error", got, err)
 				}
 				if err.Error() == "" {
 					t.Error("an error without a message")
@@ -403,8 +404,8 @@ func TestFromHTTP(t *testing.T) {
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
 			ev, err := FromHTTP(c.req())
-			if err == nil || !IsBad(err) {
-				t.Errorf("FromHTTP = %v, %v; want a BadEventError", ev, err)
+			if err == nil || !invalid.Is(err) {
+				t.Errorf("FromHTTP = %v, %v; want an invalid.Error", ev, err)
 			}
 		})
 	}
@@ -420,8 +421,8 @@ func TestFromHTTP(t *testing.T) {
 	})
 }
 
-// FuzzFromHTTP: any request decodes to an event or a BadEventError, and any
-// decoded event classifies to a step or a BadEventError; nothing panics.
+// FuzzFromHTTP: any request decodes to an event or an invalid.Error, and any
+// decoded event classifies to a step or an invalid.Error; nothing panics.
 func FuzzFromHTTP(f *testing.F) {
 	f.Add([]byte(`{"task":"task-1","job":"task-1-ex-00"}`), "application/json", "1.0", TypeJobFinished, false)
 	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"/s","type":"task.submitted","data":{"task":"t","input":{"executors":[]}}}`), "application/cloudevents+json", "", "", true)
@@ -444,8 +445,8 @@ func FuzzFromHTTP(f *testing.F) {
 		}
 		ev, err := FromHTTP(r)
 		if err != nil {
-			if !IsBad(err) {
-				t.Fatalf("FromHTTP: %v is not a BadEventError", err)
+			if !invalid.Is(err) {
+				t.Fatalf("FromHTTP: %v is not an invalid.Error", err)
 			}
 			return
 		}
@@ -453,7 +454,7 @@ func FuzzFromHTTP(f *testing.F) {
 	})
 }
 
-// FuzzClassify: any event classifies to a step or a BadEventError; a step
+// FuzzClassify: any event classifies to a step or an invalid.Error; a step
 // that acts on a task names a valid task of the service's namespace.
 func FuzzClassify(f *testing.F) {
 	f.Add(TypeTaskSubmitted, "application/json", []byte(`{"task":"task-1","input":{"executors":[]}}`))
@@ -484,8 +485,8 @@ func checkClassify(t *testing.T, ev *cloudevents.Event) {
 	t.Helper()
 	s, err := Classify(ev, ns)
 	if err != nil {
-		if !IsBad(err) {
-			t.Fatalf("Classify: %v is not a BadEventError", err)
+		if !invalid.Is(err) {
+			t.Fatalf("Classify: %v is not an invalid.Error", err)
 		}
 		return
 	}

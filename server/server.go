@@ -25,6 +25,7 @@ import (
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -267,9 +268,8 @@ func (s *Server) view(c echo.Context) error {
 // 500 for the rest (e.g. a role that lacks a permission: the event comes
 // again once it is fixed, or goes to the dead letter sink).
 func statusOf(err error) int {
-	var badInput *steps.BadInputError
 	switch {
-	case events.IsBad(err), errors.As(err, &badInput):
+	case invalid.Is(err):
 		return http.StatusBadRequest
 	case errors.Is(err, steps.ErrUnknownTask):
 		return http.StatusNotFound

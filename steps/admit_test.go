@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -314,8 +315,7 @@ func TestRefusedTasksCreateNothing(t *testing.T) {
 		raw, _ := json.Marshal(spec)
 		check := func(t *testing.T, api *fakeAPI, err error) {
 			t.Helper()
-			var bad *BadInputError
-			if !errors.As(err, &bad) {
+			if !invalid.Is(err) {
 				t.Errorf("error %v, want bad input", err)
 			}
 			a := api.anchor()
@@ -351,8 +351,7 @@ func TestEventsAreNotTrustedByDefault(t *testing.T) {
 	r := testRunner(api, DefaultConfig())
 	r.Config.TrustEvents = false
 	_, err := r.Submit(ctx, testNS, testTask, raw, "ev-1")
-	var bad *BadInputError
-	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "TRUST_EVENTS") {
+	if !invalid.Is(err) || !strings.Contains(err.Error(), "TRUST_EVENTS") {
 		t.Fatalf("error %v, want bad input naming TRUST_EVENTS", err)
 	}
 	if n := len(api.Actions()); n != 0 {
@@ -376,7 +375,7 @@ func TestEventsAreNotTrustedByDefault(t *testing.T) {
 	r = testRunner(api, DefaultConfig())
 	r.Config.TrustEvents = false
 	_, err = r.Cancel(ctx, testNS, testTask, "ev-2")
-	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "TRUST_EVENTS") {
+	if !invalid.Is(err) || !strings.Contains(err.Error(), "TRUST_EVENTS") {
 		t.Fatalf("error %v, want bad input naming TRUST_EVENTS", err)
 	}
 	if n := api.count("patch", "configmaps", ""); n != 0 {

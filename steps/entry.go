@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -24,8 +25,8 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 	var spec *taskspec.Task
 	if len(input) > 0 && !r.Config.TrustEvents {
 		// Whoever can post an event would choose the pods (behaviour §5.2).
-		return Result{Task: task, Namespace: ns, Actions: []Action{}}, &BadInputError{Err: fmt.Errorf(
-			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take from events (TRUST_EVENTS is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)}
+		return Result{Task: task, Namespace: ns, Actions: []Action{}}, invalid.Errorf(
+			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take from events (TRUST_EVENTS is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)
 	}
 	if len(input) > 0 {
 		cm := &corev1.ConfigMap{
@@ -55,14 +56,14 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			return Result{Task: task, Namespace: ns}, err
 		case bad != nil:
 			r.log(ctx).Errorw("The task can never run; it ended", "task", task, "state", StateSystemError, "reason", bad.Error())
-			return Result{Task: task, Namespace: ns, State: StateSystemError, Actions: []Action{}, Message: bad.Error(), Ended: StateSystemError}, &BadInputError{Err: bad}
+			return Result{Task: task, Namespace: ns, State: StateSystemError, Actions: []Action{}, Message: bad.Error(), Ended: StateSystemError}, invalid.Wrap(bad)
 		default:
 			r.logWarnings(ctx, task, spec)
 		}
 	}
 	res, err := r.Reconcile(ctx, ns, task, Options{Event: event, Spec: spec, Submit: true})
 	if err == ErrUnknownTask {
-		err = &BadInputError{Err: fmt.Errorf("task %s/%s: no ConfigMap %q holds its JSON, and the event has no input", ns, task, task)}
+		err = invalid.Errorf("task %s/%s: no ConfigMap %q holds its JSON, and the event has no input", ns, task, task)
 	}
 	return res, err
 }
@@ -79,7 +80,7 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 	anchor, err := r.getAnchor(ctx, ns, task)
 	if errors.Is(err, ErrUnknownTask) {
 		// Not a 404: a Knative delivery retries those.
-		return res, &BadInputError{Err: fmt.Errorf("task %s/%s: no such task (no ConfigMap %q)", ns, task, task)}
+		return res, invalid.Errorf("task %s/%s: no such task (no ConfigMap %q)", ns, task, task)
 	}
 	if err != nil {
 		return res, err
@@ -90,8 +91,8 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 		return res, nil
 	}
 	if anchor.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled && !r.Config.TrustEvents {
-		return res, &BadInputError{Err: fmt.Errorf("task %s/%s is not labelled %s: %s, and this handler does not cancel on an event's word (TRUST_EVENTS is off): cancel through the TES API, or label the task's ConfigMap",
-			ns, task, taskmeta.LabelStatus, taskmeta.StatusCancelled)}
+		return res, invalid.Errorf("task %s/%s is not labelled %s: %s, and this handler does not cancel on an event's word (TRUST_EVENTS is off): cancel through the TES API, or label the task's ConfigMap",
+			ns, task, taskmeta.LabelStatus, taskmeta.StatusCancelled)
 	}
 	if anchor.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}}})

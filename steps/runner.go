@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/logging"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -68,12 +69,6 @@ type Result struct {
 
 // ErrUnknownTask is returned for a task without an anchor.
 var ErrUnknownTask = errors.New("unknown task")
-
-// BadInputError is an input that can never succeed; it changed nothing.
-type BadInputError struct{ Err error }
-
-func (e *BadInputError) Error() string { return e.Err.Error() }
-func (e *BadInputError) Unwrap() error { return e.Err }
 
 func (r *Runner) log(ctx context.Context) *zap.SugaredLogger {
 	if l := logging.FromContext(ctx); l != nil {
@@ -164,7 +159,7 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 			return res, err
 		case next == finished && obs.Unreadable != "":
 			// The task ended as it can never run; the event is bad input.
-			return res, &BadInputError{Err: errors.New(obs.Unreadable)}
+			return res, invalid.Wrap(errors.New(obs.Unreadable))
 		case next == finished:
 			return res, nil
 		case next == conflicted:

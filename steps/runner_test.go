@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -443,8 +444,7 @@ func TestTasksThatCanNeverRun(t *testing.T) {
 	ctx := testCtx(t)
 	check := func(t *testing.T, api *fakeAPI, err error, reason string) {
 		t.Helper()
-		var bad *BadInputError
-		if !errors.As(err, &bad) {
+		if !invalid.Is(err) {
 			t.Errorf("error %v, want bad input (400)", err)
 		}
 		a := api.anchor()

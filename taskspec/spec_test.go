@@ -2,11 +2,12 @@ package taskspec
 
 import (
 	"bytes"
-	"errors"
 	"path"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 )
 
 // The cases check the task JSON as the TESK API passes it (behaviour §1.1 in
@@ -78,18 +79,16 @@ func TestDecode(t *testing.T) {
 				}
 				return
 			}
-			var se *SchemaError
-			if !errors.As(err, &se) {
-				t.Fatalf("Decode = %+v, %v; want a SchemaError", task, err)
+			if !invalid.Is(err) {
+				t.Fatalf("Decode = %+v, %v; want an invalid.Error", task, err)
 			}
 		})
 	}
 
 	t.Run("a task JSON over MaxSize", func(t *testing.T) {
 		big := taskJSON(`"volumes":["/` + strings.Repeat("v", MaxSize) + `"]`)
-		var se *SchemaError
-		if _, err := Decode([]byte(big)); !errors.As(err, &se) {
-			t.Errorf("Decode: %v, want a SchemaError", err)
+		if _, err := Decode([]byte(big)); !invalid.Is(err) {
+			t.Errorf("Decode: %v, want an invalid.Error", err)
 		}
 	})
 }
@@ -103,12 +102,11 @@ func TestDecodeGzip(t *testing.T) {
 	if !slices.Equal(task.Volumes, []string{"/scratch"}) || len(task.Executors) != 1 {
 		t.Errorf("task %+v", task)
 	}
-	var se *SchemaError
-	if _, err := DecodeGzip(raw); !errors.As(err, &se) {
-		t.Errorf("plain JSON as gzip: %v, want a SchemaError", err)
+	if _, err := DecodeGzip(raw); !invalid.Is(err) {
+		t.Errorf("plain JSON as gzip: %v, want an invalid.Error", err)
 	}
-	if _, err := DecodeGzip(Gzip(raw)[:20]); !errors.As(err, &se) {
-		t.Errorf("truncated gzip: %v, want a SchemaError", err)
+	if _, err := DecodeGzip(Gzip(raw)[:20]); !invalid.Is(err) {
+		t.Errorf("truncated gzip: %v, want an invalid.Error", err)
 	}
 	// A small gzip that expands beyond MaxSize is refused without holding it
 	// all.
@@ -116,8 +114,8 @@ func TestDecodeGzip(t *testing.T) {
 	if len(bomb) > MaxSize/10 {
 		t.Fatalf("the bomb is %d bytes", len(bomb))
 	}
-	if _, err := DecodeGzip(bomb); !errors.As(err, &se) {
-		t.Errorf("a gzip over MaxSize: %v, want a SchemaError", err)
+	if _, err := DecodeGzip(bomb); !invalid.Is(err) {
+		t.Errorf("a gzip over MaxSize: %v, want an invalid.Error", err)
 	}
 }
 
@@ -225,9 +223,8 @@ func FuzzDecode(f *testing.F) {
 			task, err = Decode(data)
 		}
 		if err != nil {
-			var se *SchemaError
-			if !errors.As(err, &se) {
-				t.Fatalf("error %v is not a SchemaError", err)
+			if !invalid.Is(err) {
+				t.Fatalf("error %v is not an invalid.Error", err)
 			}
 			if task != nil {
 				t.Fatal("a task with an error")

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	batchv1 "k8s.io/api/batch/v1"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -84,13 +85,11 @@ type Resources struct {
 	BackendParametersStrict bool              `json:"backend_parameters_strict,omitempty"`
 }
 
-// SchemaError says why a task JSON can never be run: it does not parse, or it
+// schemaErr says why a task JSON can never be run: it does not parse, or it
 // does not fit the taskmaster's schema.
-type SchemaError struct{ Msg string }
-
-func (e *SchemaError) Error() string { return "invalid task: " + e.Msg }
-
-func schemaErr(format string, a ...any) error { return &SchemaError{Msg: fmt.Sprintf(format, a...)} }
+func schemaErr(format string, a ...any) error {
+	return invalid.Errorf("invalid task: %s", fmt.Sprintf(format, a...))
+}
 
 // Decode parses and validates a task JSON. Fields of the wrong type are
 // errors; unknown fields are Warnings, so that a newer TESK API that adds a

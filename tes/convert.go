@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -38,12 +39,8 @@ const maxTagsBytes = 64 << 10
 // maxNameBytes bounds the task's name, kept in an annotation.
 const maxNameBytes = 4096
 
-// BadRequestError is a request that can never succeed: it changed nothing.
-type BadRequestError struct{ Msg string }
-
-func (e *BadRequestError) Error() string { return e.Msg }
-
-func bad(format string, a ...any) error { return &BadRequestError{Msg: fmt.Sprintf(format, a...)} }
+// bad is a request that can never succeed: it changed nothing.
+func bad(format string, a ...any) error { return invalid.Errorf(format, a...) }
 
 // DecodeTask parses a create request's body: one JSON object that is a
 // tesTask, without fields outside the specification. The fields the server
@@ -67,9 +64,8 @@ func DecodeTask(body []byte) (*Task, error) {
 
 // jsonError says in the specification's field names what did not parse.
 func jsonError(err error) error {
-	var br *BadRequestError
-	if errors.As(err, &br) {
-		return br
+	if invalid.Is(err) {
+		return err
 	}
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -274,19 +275,12 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error %q, want one with %q", err, c.want)
 			}
 			if err != nil {
-				var br *BadRequestError
-				if !asBad(err, &br) {
+				if !invalid.Is(err) {
 					t.Fatalf("error %T is not a bad request", err)
 				}
 			}
 		})
 	}
-}
-
-func asBad(err error, target **BadRequestError) bool {
-	b, ok := err.(*BadRequestError)
-	*target = b
-	return ok
 }
 
 func TestDropUnsupportedBackendParameters(t *testing.T) {
@@ -328,20 +322,20 @@ func FuzzDecodeTask(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tk, err := DecodeTask(body)
 		if err != nil {
-			if _, ok := err.(*BadRequestError); !ok {
+			if !invalid.Is(err) {
 				t.Fatalf("decode error %T %v is not a bad request", err, err)
 			}
 			return
 		}
 		if err := Validate(tk); err != nil {
-			if _, ok := err.(*BadRequestError); !ok {
+			if !invalid.Is(err) {
 				t.Fatalf("validation error %T", err)
 			}
 			return
 		}
 		raw, err := Convert(tk, "task-0000abcd", ConvertOptions{})
 		if err != nil {
-			if _, ok := err.(*BadRequestError); !ok {
+			if !invalid.Is(err) {
 				t.Fatalf("conversion error %T", err)
 			}
 			return

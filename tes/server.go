@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -854,12 +855,11 @@ func (s *Server) cancel(c echo.Context) error {
 // fail answers an error: 400 for a request that can never succeed, the
 // status of an HTTP error, 429 or 503 for what may pass later, 500 else.
 func (s *Server) fail(c echo.Context, err error) error {
-	var br *BadRequestError
 	var he *echo.HTTPError
 	code := http.StatusInternalServerError
 	msg := err.Error()
 	switch {
-	case errors.As(err, &br):
+	case invalid.Is(err):
 		code = http.StatusBadRequest
 	case errors.As(err, &he):
 		code, msg = he.Code, fmt.Sprint(he.Message)

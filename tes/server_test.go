@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -433,7 +434,7 @@ func FuzzParseListQuery(f *testing.F) {
 		}
 		q, err := ParseListQuery(v)
 		if err != nil {
-			if _, ok := err.(*BadRequestError); !ok {
+			if !invalid.Is(err) {
 				t.Fatalf("error %T is not a bad request", err)
 			}
 			return

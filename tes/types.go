@@ -9,10 +9,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 )
 
 // The TES 1.1 types, with exactly the specification's fields. Optional fields
@@ -109,10 +110,10 @@ func (r *Resources) UnmarshalJSON(b []byte) error {
 	}
 	f, err := strconv.ParseFloat(raw, 64)
 	if err != nil || !json.Valid(aux.CPUCores) || raw[0] == '"' {
-		return &BadRequestError{Msg: fmt.Sprintf("resources.cpu_cores: %s is not a number of cores", raw)}
+		return invalid.Errorf("resources.cpu_cores: %s is not a number of cores", raw)
 	}
 	if f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
-		return &BadRequestError{Msg: fmt.Sprintf("resources.cpu_cores: %s is not a whole number of cores", raw)}
+		return invalid.Errorf("resources.cpu_cores: %s is not a whole number of cores", raw)
 	}
 	r.CPUCores = int32(f)
 	return nil
