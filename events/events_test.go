@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The cases check behaviour §5 (docs/behaviour.md, the event contract) and
@@ -289,7 +289,7 @@ func TestClassifyAPIServer(t *testing.T) {
 			map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelStatus: taskmeta.StatusCancelled}, nil)),
 			Step{Kind: KindCancel, Task: "task-1", Namespace: ns}},
 		{"a cancelled anchor of a task that ended: ignored", apiServerEvent(t, "update", false, anchor(
-			map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelStatus: taskmeta.StatusCancelled}, map[string]string{taskmeta.AnnotationState: steps.StateComplete})), ignored},
+			map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelStatus: taskmeta.StatusCancelled}, map[string]string{taskmeta.AnnotationState: tesv1.StateComplete})), ignored},
 		{"an anchor without the label: ignored", apiServerEvent(t, "update", false, anchor(map[string]string{taskmeta.LabelTask: "task-1"}, nil)), ignored},
 		{"a ConfigMap that is not a task's anchor: ignored", apiServerEvent(t, "update", false, anchor(
 			map[string]string{taskmeta.LabelTask: "task-2", taskmeta.LabelStatus: taskmeta.StatusCancelled}, nil)), ignored},

@@ -15,6 +15,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // teskAPIExecutor is an executor's job as the TESK API writes it with every
@@ -319,7 +320,7 @@ func TestRefusedTasksCreateNothing(t *testing.T) {
 				t.Errorf("error %v, want bad input", err)
 			}
 			a := api.anchor()
-			if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], c.field) {
+			if a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], c.field) {
 				t.Errorf("anchor %v, want SYSTEM_ERROR naming %s", a.Annotations, c.field)
 			}
 			if n := api.count("create", "jobs", "") + api.count("create", "persistentvolumeclaims", ""); n != 0 {
@@ -386,7 +387,7 @@ func TestEventsAreNotTrustedByDefault(t *testing.T) {
 	if _, err := api.CoreV1().ConfigMaps(testNS).Update(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := r.Cancel(ctx, testNS, testTask, "ev-3"); err != nil || (res.State != StateCanceling && res.State != StateCanceled) {
+	if res, err := r.Cancel(ctx, testNS, testTask, "ev-3"); err != nil || (res.State != tesv1.StateCanceling && res.State != tesv1.StateCanceled) {
 		t.Errorf("labelled: %+v %v, want the task cancelled", res, err)
 	}
 }

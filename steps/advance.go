@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // advance walks the task's parts in order: it looks at each started part's
@@ -14,7 +15,7 @@ import (
 // task after the last.
 func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
 	var toStart, passed []string
-	state := StateQueued
+	state := tesv1.StateQueued
 	for _, part := range prog.Parts {
 		if !prog.IsStarted(part) {
 			toStart = append(toStart, part)
@@ -26,7 +27,7 @@ func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) 
 		if part == taskmeta.PartPVC {
 			if reason, ok := prog.EndedReason(part); ok {
 				// The API server rejected the claim (behaviour §8.6).
-				return stop(plan, prog, cfg, StateSystemError, reason)
+				return stop(plan, prog, cfg, tesv1.StateSystemError, reason)
 			}
 			if prog.inLastBatch(part, obs.Event) {
 				plan.Actions = append(plan.Actions, Action{Kind: CreatePVC, Part: part})
@@ -74,7 +75,7 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		if _, kept := prog.KeptReason(part); !kept && job != nil && !isGone(job) && taskmeta.StatusOf(job) == taskmeta.JobRunning && ownedBy(job, obs.Anchor.UID) {
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: reason})
 		}
-		return stop(plan, prog, cfg, StateSystemError, reason), false
+		return stop(plan, prog, cfg, tesv1.StateSystemError, reason), false
 	}
 	if job == nil || isGone(job) {
 		if job == nil && prog.inLastBatch(part, obs.Event) {
@@ -104,7 +105,7 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		}
 		msg := fmt.Sprintf("%s was deleted while it ran", capitalize(describe(task, part)))
 		plan.note("error", "%s", msg)
-		return stop(plan, prog, cfg, StateSystemError, msg), false
+		return stop(plan, prog, cfg, tesv1.StateSystemError, msg), false
 	}
 	switch taskmeta.StatusOf(job) {
 	case taskmeta.JobComplete:
@@ -178,7 +179,7 @@ func complete(plan Plan, prog Progress, obs Observed) Plan {
 	if prog.IsStarted(taskmeta.PartPVC) {
 		plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC})
 	}
-	plan.Final = &Final{State: StateComplete}
-	plan.State = StateComplete
+	plan.Final = &Final{State: tesv1.StateComplete}
+	plan.State = tesv1.StateComplete
 	return plan
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,7 +22,7 @@ func TestAwaitsAPIStart(t *testing.T) {
 		{"within the grace its event may still come", api, metav1.NewTime(t0.Add(-APIStartGrace / 2)), false},
 		{"not written by the TES API: its own submission decides", map[string]string{}, created, false},
 		{"started", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationProgress: `{"parts":["ex-00"]}`}, created, false},
-		{"ended", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationState: StateSystemError}, created, false},
+		{"ended", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationState: tesv1.StateSystemError}, created, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // stepOutcome says how the application of a plan ended.
@@ -88,7 +89,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if plan.Final.Reason != "" {
 			note += ": " + strings.ReplaceAll(plan.Final.Reason, "\n", "; ")
 		}
-		r.event(anchor, plan.Final.State != StateComplete && plan.Final.State != StateCanceled, EventEnded, "%s", note)
+		r.event(anchor, plan.Final.State != tesv1.StateComplete && plan.Final.State != tesv1.StateCanceled, EventEnded, "%s", note)
 	}
 	return finished, nil
 }

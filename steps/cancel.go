@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // cancel stops a cancelled task: no further job, the running jobs deleted
@@ -50,13 +51,13 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 		plan.Progress = &next
 	}
 	if going {
-		plan.State = StateCanceling
+		plan.State = tesv1.StateCanceling
 		return plan
 	}
 	if len(lines) > 0 {
 		plan.note("warn", "%s", strings.Join(lines, "; "))
 	}
-	return stop(plan, prog, cfg, StateCanceled, strings.Join(append([]string{"Task cancelled"}, lines...), "\n"))
+	return stop(plan, prog, cfg, tesv1.StateCanceled, strings.Join(append([]string{"Task cancelled"}, lines...), "\n"))
 }
 
 // stop ends the task: its PVC deleted (kept and released from the task with

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 )
 
@@ -26,20 +27,20 @@ func TestCancelRaces(t *testing.T) {
 			name:  "a part recorded moments ago whose job is not there yet may still be created: CANCELING",
 			prog:  progressOf(parts, "ev-2", t0.Add(-5*time.Second), "ex-00", "ex-01").withDone("ex-00"),
 			now:   t0,
-			state: StateCanceling,
+			state: tesv1.StateCanceling,
 		},
 		{
 			name:  "past the grace period, a recorded part without a job was never created: CANCELED",
 			prog:  progressOf(parts, "ev-2", t0.Add(-2*recordedMissingGrace), "ex-00", "ex-01").withDone("ex-00"),
 			now:   t0,
-			state: StateCanceled,
+			state: tesv1.StateCanceled,
 		},
 		{
 			name:      "a running job is recorded as ended by the service before it is deleted",
 			prog:      progressOf(parts, "ev-1", t0.Add(-time.Minute), "ex-00"),
 			jobs:      []string{"ex-00"},
 			now:       t0,
-			state:     StateCanceling,
+			state:     tesv1.StateCanceling,
 			deletes:   1,
 			endedRecs: 1,
 		},
@@ -47,7 +48,7 @@ func TestCancelRaces(t *testing.T) {
 			name:      "a job the cancel deleted is not waited for as one being created",
 			prog:      progressOf(parts, "ev-1", t0.Add(-time.Second), "ex-00").withEnded("ex-00", "Task cancelled"),
 			now:       t0,
-			state:     StateCanceled,
+			state:     tesv1.StateCanceled,
 			endedRecs: 1,
 		},
 	}
@@ -81,7 +82,7 @@ func TestCancelRaces(t *testing.T) {
 			if ended != c.endedRecs {
 				t.Errorf("%d ended records, want %d", ended, c.endedRecs)
 			}
-			if (c.state == StateCanceled) != (plan.Final != nil) {
+			if (c.state == tesv1.StateCanceled) != (plan.Final != nil) {
 				t.Errorf("final %v with state %s", plan.Final, c.state)
 			}
 		})
@@ -110,14 +111,14 @@ func TestCancelAfterTheLastStep(t *testing.T) {
 			parts:   withOutputs,
 			started: withOutputs, done: []string{"inputs-filer", "ex-00"},
 			completed: []string{"inputs-filer", "ex-00", "outputs-filer"},
-			state:     StateComplete,
+			state:     tesv1.StateComplete,
 		},
 		{
 			name:    "no filers, the last executor done: COMPLETE",
 			parts:   noFilers,
 			started: noFilers, done: []string{"ex-00"},
 			completed: []string{"ex-00", "ex-01"},
-			state:     StateComplete,
+			state:     tesv1.StateComplete,
 		},
 		{
 			name:    "the outputs filer still running: the cancel wins",
@@ -125,7 +126,7 @@ func TestCancelAfterTheLastStep(t *testing.T) {
 			started: withOutputs, done: []string{"inputs-filer", "ex-00"},
 			completed: []string{"inputs-filer", "ex-00"},
 			running:   []string{"outputs-filer"},
-			state:     StateCanceling,
+			state:     tesv1.StateCanceling,
 			deletes:   1,
 		},
 		{
@@ -133,7 +134,7 @@ func TestCancelAfterTheLastStep(t *testing.T) {
 			parts:   withOutputs,
 			started: []string{"pvc", "inputs-filer", "ex-00"}, done: []string{"inputs-filer"},
 			completed: []string{"inputs-filer", "ex-00"},
-			state:     StateCanceled,
+			state:     tesv1.StateCanceled,
 		},
 	}
 	for _, c := range cases {
@@ -162,8 +163,8 @@ func TestCancelAfterTheLastStep(t *testing.T) {
 			if deletes != c.deletes {
 				t.Errorf("%d job deletions, want %d", deletes, c.deletes)
 			}
-			if c.state == StateComplete {
-				if plan.Final == nil || plan.Final.State != StateComplete {
+			if c.state == tesv1.StateComplete {
+				if plan.Final == nil || plan.Final.State != tesv1.StateComplete {
 					t.Fatalf("final %+v, want COMPLETE", plan.Final)
 				}
 				said := false

@@ -12,18 +12,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
-)
-
-// TES task states (TES 1.1 tesState).
-const (
-	StateQueued        = "QUEUED"
-	StateInitializing  = "INITIALIZING"
-	StateRunning       = "RUNNING"
-	StateComplete      = "COMPLETE"
-	StateExecutorError = "EXECUTOR_ERROR"
-	StateSystemError   = "SYSTEM_ERROR"
-	StateCanceling     = "CANCELING"
-	StateCanceled      = "CANCELED"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // Observed is what a step sees of a task on the cluster.
@@ -145,7 +134,7 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 		// What was started is unknown: treat the PVC as started, so that it
 		// is deleted (or kept) as for any task that stops.
 		prog = Progress{Started: []string{taskmeta.PartPVC}}
-		return stop(plan, prog, cfg, StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
+		return stop(plan, prog, cfg, tesv1.StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
 	}
 	if obs.Anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
 		// A cancel that comes once the last part has passed stops nothing:
@@ -153,7 +142,7 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 		// COMPLETE, whichever of the cancel and the last job's end the
 		// service saw first (behaviour §1.18).
 		if prog.Parts != nil {
-			if done := advance(plan, prog, obs, cfg, now); done.Final != nil && done.Final.State == StateComplete {
+			if done := advance(plan, prog, obs, cfg, now); done.Final != nil && done.Final.State == tesv1.StateComplete {
 				done.note("info", "%s", "The task was cancelled after its last step had passed: it ends COMPLETE")
 				return done
 			}
@@ -188,18 +177,18 @@ func endedTask(plan Plan, anchor metav1.ObjectMeta, state string, now time.Time)
 // phaseOf is the TES state while a part runs.
 func phaseOf(part string) string {
 	if part == taskmeta.PartPVC || part == taskmeta.PartInputsFiler {
-		return StateInitializing
+		return tesv1.StateInitializing
 	}
-	return StateRunning
+	return tesv1.StateRunning
 }
 
 // failedState is the TES state of a task stopped by a failed part: an
 // executor's failure is the executor's error, a filer's the system's.
 func failedState(part string) string {
 	if _, ok := taskmeta.ExecutorIndex(part); ok {
-		return StateExecutorError
+		return tesv1.StateExecutorError
 	}
-	return StateSystemError
+	return tesv1.StateSystemError
 }
 
 // ranBefore reports whether a pod of the job ran or failed before.

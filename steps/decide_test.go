@@ -13,6 +13,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The cases cite the section of docs/behaviour.md that each checks.
@@ -51,7 +52,7 @@ func TestDecide(t *testing.T) {
 				name:    "behaviour §1.1: a task with inputs starts its PVC and its inputs filer together",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
-				state:   StateInitializing,
+				state:   tesv1.StateInitializing,
 				check: func(t *testing.T, p Plan) {
 					wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler})
 					if p.Progress.Last == nil || p.Progress.Last.Event != "ev-submit" || !p.Progress.Last.At.Equal(t0) ||
@@ -64,7 +65,7 @@ func TestDecide(t *testing.T) {
 				name:    "behaviour §1.1: no PVC without inputs, outputs or volumes",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(2)},
 				actions: []Action{act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantProgress(t, p, execOnly, []string{"ex-00"})
 				},
@@ -73,7 +74,7 @@ func TestDecide(t *testing.T) {
 				name:    "behaviour §1.1: outputs need the PVC, which starts with the first executor when there are no inputs",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withOutput)},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00", taskmeta.PartOutputsFiler}, []string{taskmeta.PartPVC, "ex-00"})
 				},
@@ -82,7 +83,7 @@ func TestDecide(t *testing.T) {
 				name:    "behaviour §1.3: volumes need the PVC but no filer",
 				obs:     Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withVolume)},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantProgress(t, p, []string{taskmeta.PartPVC, "ex-00"}, []string{taskmeta.PartPVC, "ex-00"})
 				},
@@ -92,8 +93,8 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, withInput, func(t *taskspec.Task) {
 					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/*.txt", PathPrefix: "/"}}
 				})},
-				final: StateSystemError,
-				state: StateSystemError,
+				final: tesv1.StateSystemError,
+				state: tesv1.StateSystemError,
 				check: func(t *testing.T, p Plan) {
 					if p.Progress != nil {
 						t.Errorf("a refused task records progress %v", p.Progress)
@@ -106,8 +107,8 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
 					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt"}}
 				})},
-				final: StateSystemError,
-				state: StateSystemError,
+				final: tesv1.StateSystemError,
+				state: tesv1.StateSystemError,
 				check: func(t *testing.T, p Plan) { wantReason(t, p, "path_prefix") },
 			},
 			{
@@ -116,18 +117,18 @@ func TestDecide(t *testing.T) {
 					t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt", PathPrefix: "/data"}}
 				})},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name:  "behaviour §5: a submitted task whose JSON was not read yet stays QUEUED and creates nothing",
 				obs:   Observed{Event: "ev-1", Anchor: anchorWith(nil)},
-				state: StateQueued,
+				state: tesv1.StateQueued,
 			},
 			{
 				name: "behaviour §6: a duplicate submission of a started task creates nothing twice",
 				obs: Observed{Event: "ev-submit-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Spec: full,
 					Jobs: jobsOf(running(taskmeta.PartInputsFiler)), Pods: pods()},
-				state: StateInitializing,
+				state: tesv1.StateInitializing,
 			},
 			{
 				name: "behaviour §6: a redelivery of the submission creates what its first attempt recorded",
@@ -137,7 +138,7 @@ func TestDecide(t *testing.T) {
 					return Observed{Event: "ev-submit", Anchor: anchorWith(&p), Spec: full, Jobs: jobsOf()}
 				}(),
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
-				state:   StateInitializing,
+				state:   tesv1.StateInitializing,
 				check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 			},
 		}},
@@ -147,7 +148,7 @@ func TestDecide(t *testing.T) {
 				name:    "behaviour §1.2: the first executor starts once the inputs filer completed",
 				obs:     Observed{Event: "ev-2", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"})
 					if p.Progress.Last == nil || p.Progress.Last.Event != "ev-2" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) {
@@ -160,7 +161,7 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 				actions: []Action{act(CreateJob, "ex-01")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantProgress(t, p, fullParts, []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01"})
 					if !slices.Equal(p.Progress.Done, []string{taskmeta.PartInputsFiler, "ex-00"}) {
@@ -175,28 +176,28 @@ func TestDecide(t *testing.T) {
 					return &p
 				}()), Jobs: jobsOf(completed("ex-01"))},
 				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.2: while an executor runs, no later job starts",
 				obs: Observed{Event: "ev-3", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.3: the outputs filer starts after the last executor",
 				obs: Observed{Event: "ev-4", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"))},
 				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.3, §1.7: a completed task records the output file logs, deletes its PVC and is COMPLETE",
 				obs: Observed{Event: "ev-5", Anchor: anchorWith(started(fullParts...)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 				actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateComplete,
-				state:   StateComplete,
+				final:   tesv1.StateComplete,
+				state:   tesv1.StateComplete,
 			},
 			{
 				name: "behaviour §1.7: output file logs that are recorded already are not read again",
@@ -204,15 +205,15 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"),
 						annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, "[]"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateComplete,
-				state:   StateComplete,
+				final:   tesv1.StateComplete,
+				state:   tesv1.StateComplete,
 			},
 			{
 				name: "behaviour §1.3: a task without a PVC completes without deleting one",
 				obs: Observed{Event: "ev-5", Anchor: anchorWith(ptr(progressOf(execOnly, "ev-old", ago(time.Hour), execOnly...))),
 					Jobs: jobsOf(completed("ex-00"), completed("ex-01"))},
-				final: StateComplete,
-				state: StateComplete,
+				final: tesv1.StateComplete,
+				state: tesv1.StateComplete,
 			},
 
 			// Job conditions.
@@ -221,49 +222,49 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailed, ago(time.Minute))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §1.10: a job with the condition FailureTarget counts as failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §1.10: a job with the condition Complete counts as complete",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobComplete, ago(time.Minute))))},
 				actions: []Action{act(CreateJob, "ex-01")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.10: a job with the condition SuccessCriteriaMet counts as complete",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, ago(time.Minute))))},
 				actions: []Action{act(CreateJob, "ex-01")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.10: a Suspended job is still running",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.10: a condition that is not True counts for nothing",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
 					Pods: pods()},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a running job's pods are needed to decide, and asked for when not read",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					if !p.NeedsPods {
 						t.Error("NeedsPods not set")
@@ -277,8 +278,8 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "Job '"+testTask+"-ex-00' failed") },
 			},
 			{
@@ -286,16 +287,16 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(failed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §1.5: a failed outputs filer stops the task with SYSTEM_ERROR and records no file logs",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(fullParts...)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), failed(taskmeta.PartOutputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §1.8: KEEP_FAILED_PVC keeps the PVC of a task that failed",
@@ -303,8 +304,8 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))},
 				cfg:     func(c *Config) { c.KeepFailedPVC = true },
 				actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §1.8: a task that completes deletes its PVC also with KEEP_FAILED_PVC",
@@ -312,8 +313,8 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
 				cfg:     func(c *Config) { c.KeepFailedPVC = true },
 				actions: []Action{act(RecordOutputFileLogs, taskmeta.PartOutputsFiler), act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateComplete,
-				state:   StateComplete,
+				final:   tesv1.StateComplete,
+				state:   tesv1.StateComplete,
 			},
 
 			// ignore-error.
@@ -321,14 +322,14 @@ func TestDecide(t *testing.T) {
 				name: "behaviour §1.6: an ignore-error executor that is only FailureTarget is waited for",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.6: an ignore-error executor marked Failed is kept and the next executor starts, with a warning",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
 				actions: []Action{act(CreateJob, "ex-01")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantNote(t, p, "warn", "Executor job '"+testTask+"-ex-00' failed; ignoring the error")
 				},
@@ -338,15 +339,15 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), ignoring(failed("ex-01")))},
 				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.6: an ignore-error executor not marked Failed within the pod timeout stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(241*time.Second)))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "didn't mark it Failed within 240 s") },
 			},
 			{
@@ -354,8 +355,8 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(ignoring(failed("ex-00")), taskmeta.AnnotationFailed, "Pod couldn't start"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §1.6: an ignore-error executor with activeDeadlineSeconds 1 (failed by an earlier run) still stops the task",
@@ -366,24 +367,24 @@ func TestDecide(t *testing.T) {
 						return j
 					}())},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §1.6: another value of the ignore-error annotation stops the task at the executor's failure",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), annotate(failed("ex-00"), taskmeta.AnnotationIgnoreError, "yes"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §1.6: ignore-error is an executor's: a filer job with it still stops the task",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(ignoring(failed(taskmeta.PartInputsFiler)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 		}},
 		{"the record", []decideCase{
@@ -392,7 +393,7 @@ func TestDecide(t *testing.T) {
 				name: "behaviour §6.5: a job recorded started, missing past the grace: its pods are looked at first",
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					if !p.NeedsPods {
 						t.Error("NeedsPods not set")
@@ -405,8 +406,8 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf("ex-00", corev1.PodRunning, ago(time.Minute)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was deleted") },
 			},
 			{
@@ -414,7 +415,7 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withDone(taskmeta.PartInputsFiler))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf(taskmeta.PartInputsFiler, corev1.PodSucceeded, ago(3*time.Minute)))},
 				actions: []Action{act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					if p.Progress == nil || p.Progress.Last == nil || p.Progress.Last.Event != "ev-new" || !slices.Equal(p.Progress.Last.Parts, []string{"ex-00"}) || !p.Progress.Last.At.Equal(t0) {
 						t.Errorf("progress %+v, want ex-00 recorded again by ev-new now", p.Progress)
@@ -430,51 +431,51 @@ func TestDecide(t *testing.T) {
 					return p
 				}())), Jobs: jobsOf(), Pods: pods()},
 				actions: []Action{act(CreatePVC, taskmeta.PartPVC), act(CreateJob, taskmeta.PartInputsFiler)},
-				state:   StateInitializing,
+				state:   tesv1.StateInitializing,
 			},
 			{
 				name: "behaviour §6: a job being deleted by someone stops the task with SYSTEM_ERROR",
 				obs: Observed{Event: "ev-new", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §6: a redelivery of the event that recorded a missing job creates it",
 				obs: Observed{Event: "ev-old", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(CreateJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check:   func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 			},
 			{
 				name: "behaviour §6: another event within the grace period waits for a job recorded moments ago",
 				obs: Observed{Event: "ev-other", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §6: a job whose deletion the event reported is not waited for, even within the grace period",
 				obs: Observed{Event: "ev-delete", Gone: "ex-00", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §7: a sweep within the grace period waits for a job recorded moments ago",
 				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(5*time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods()},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §6.5: a sweep past the grace period finds a recorded job missing and a pod of it: SYSTEM_ERROR",
 				obs: Observed{Anchor: anchorWith(ptr(progressOf(fullParts, "", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf("ex-00", corev1.PodSucceeded, ago(time.Minute)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 
 			// Parts the service ended itself.
@@ -485,8 +486,8 @@ func TestDecide(t *testing.T) {
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "wasn't scheduled within 3600 s: no nodes") },
 			},
 			{
@@ -496,8 +497,8 @@ func TestDecide(t *testing.T) {
 					return &p
 				}())},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "was refused: invalid") },
 			},
 			{
@@ -507,8 +508,8 @@ func TestDecide(t *testing.T) {
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods()},
 				actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §1.6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
@@ -517,8 +518,8 @@ func TestDecide(t *testing.T) {
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "not scheduled") },
 			},
 			{
@@ -528,8 +529,8 @@ func TestDecide(t *testing.T) {
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §6: a job of the same name that the task does not own is not deleted",
@@ -542,28 +543,28 @@ func TestDecide(t *testing.T) {
 					return j
 				}()), Pods: pods()},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 
 			// Duplicate and late events.
 			{
 				name: "behaviour §6: a late job.finished of a finished task does nothing",
-				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(fullParts...), taskmeta.AnnotationState, tesv1.StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
-				state: StateComplete,
+				state: tesv1.StateComplete,
 			},
 			{
 				name: "behaviour §6: a finished task stays finished even if a job changes later",
-				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.AnnotationState, StateExecutorError, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
+				obs: Observed{Event: "ev-late", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.AnnotationState, tesv1.StateExecutorError, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339)),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
-				state: StateExecutorError,
+				state: tesv1.StateExecutorError,
 			},
 			{
 				name: "behaviour §6: a duplicate job.finished of an executor whose successor runs creates nothing",
 				obs: Observed{Event: "ev-dup", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), running("ex-01")), Pods: pods()},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 
 			// The record.
@@ -571,8 +572,8 @@ func TestDecide(t *testing.T) {
 				name:    "behaviour §6: an unreadable progress record stops the task with SYSTEM_ERROR, and its PVC is deleted as for any stop (NotFound counts as done)",
 				obs:     Observed{Event: "ev", Anchor: anchorWith(nil, taskmeta.AnnotationProgress, "{not json")},
 				actions: []Action{{Kind: DeletePVC, Part: taskmeta.PartPVC}},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "progress record is unreadable") },
 			},
 		}},
@@ -583,21 +584,21 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev-cancel", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))},
 				actions: []Action{act(DeleteJob, "ex-00")},
-				state:   StateCanceling,
+				state:   tesv1.StateCanceling,
 			},
 			{
 				name: "behaviour §1.18: a cancelled task is CANCELING while its deleted jobs are going",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00")))},
-				state: StateCanceling,
+				state: tesv1.StateCanceling,
 			},
 			{
 				name: "behaviour §1.8, §1.18: a cancelled task without running jobs is CANCELED, its PVC deleted, no job started",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateCanceled,
-				state:   StateCanceled,
+				final:   tesv1.StateCanceled,
+				state:   tesv1.StateCanceled,
 			},
 			{
 				name: "behaviour §1.8: KEEP_FAILED_PVC keeps the PVC of a cancelled task",
@@ -605,14 +606,14 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				cfg:     func(c *Config) { c.KeepFailedPVC = true },
 				actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
-				final:   StateCanceled,
-				state:   StateCanceled,
+				final:   tesv1.StateCanceled,
+				state:   tesv1.StateCanceled,
 			},
 			{
 				name:  "behaviour §1.18: a task cancelled before anything started is CANCELED and creates nothing",
 				obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(nil)), Spec: full},
-				final: StateCanceled,
-				state: StateCanceled,
+				final: tesv1.StateCanceled,
+				state: tesv1.StateCanceled,
 				check: func(t *testing.T, p Plan) { wantNoProgress(t, p) },
 			},
 			{
@@ -620,21 +621,21 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute)))},
 				actions: []Action{act(DeleteJob, "ex-00")},
-				state:   StateCanceling,
+				state:   tesv1.StateCanceling,
 			},
 			{
 				name: "behaviour §1.18: a failed job of a cancelled task is kept with its logs",
 				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(jobOf("ex-00", cond(batchv1.JobFailureTarget, ago(time.Minute)))))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateCanceled,
-				state:   StateCanceled,
+				final:   tesv1.StateCanceled,
+				state:   tesv1.StateCanceled,
 			},
 			{
 				name: "behaviour §1.18: a cancel of a task that ended changes nothing",
-				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
+				obs: Observed{Event: "ev", Anchor: cancelled(anchorWith(started(fullParts...), taskmeta.AnnotationState, tesv1.StateComplete, taskmeta.AnnotationEnded, ago(time.Minute).Format(time.RFC3339))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), completed(taskmeta.PartOutputsFiler))},
-				state: StateComplete,
+				state: tesv1.StateComplete,
 			},
 		}},
 		{"a job's pods", []decideCase{
@@ -645,7 +646,7 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(241*time.Second), "ErrImagePull", false))},
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 				check: func(t *testing.T, p Plan) {
 					wantActionReason(t, p, FailJob, "Pod '"+testTask+"-ex-00-x7k2q' of job '"+testTask+"-ex-00' couldn't start within 240 s: ErrImagePull")
 				},
@@ -656,7 +657,7 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "ImagePullBackOff", true))},
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: InvalidImageName past the pod timeout fails the job",
@@ -664,7 +665,7 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "InvalidImageName", false))},
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: CreateContainerConfigError past the pod timeout fails the job",
@@ -672,7 +673,7 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", false))},
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: CreateContainerConfigError of an init container past the pod timeout fails the job",
@@ -680,7 +681,7 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(10*time.Minute), ago(5*time.Minute), "CreateContainerConfigError", true))},
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a pod that hasn't started is timed from its creation",
@@ -688,28 +689,28 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(241*time.Second), time.Time{}, "ErrImagePull", false))},
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a pod that started is timed from its start, not its creation",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Minute), "ErrImagePull", false))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a pod that can't start before the pod timeout keeps waiting",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(239*time.Second), time.Time{}, "ImagePullBackOff", false))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.12: a pod pending for another reason (pulling a large image) keeps waiting",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ContainerCreating", false))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a pod that is being deleted is not checked",
@@ -720,14 +721,14 @@ func TestDecide(t *testing.T) {
 						p.DeletionTimestamp = ptr(p.CreationTimestamp)
 						return p
 					}())},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: only the pods of the running job count",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a filer pod that can't start fails the filer's job",
@@ -735,30 +736,30 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(running(taskmeta.PartInputsFiler)),
 					Pods: pods(waiting(taskmeta.PartInputsFiler, ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
 				actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
-				state:   StateInitializing,
+				state:   tesv1.StateInitializing,
 			},
 			{
 				name: "behaviour §1.12: a job the service failed is waited for until Kubernetes marks it Failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(time.Minute))),
 					Pods: pods(waiting("ex-00", ago(time.Hour), ago(time.Hour), "ErrImagePull", false))},
-				state: StateRunning,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.12: a job the service failed is handled as any failed job once marked Failed",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(failedByService(failed(taskmeta.PartInputsFiler), ago(time.Minute)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 			{
 				name: "behaviour §1.12: a failed job not marked Failed within another pod timeout stops the task, the job kept",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failedByService(running("ex-00"), ago(241*time.Second)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateExecutorError,
-				state:   StateExecutorError,
+				final:   tesv1.StateExecutorError,
+				state:   tesv1.StateExecutorError,
 				check:   func(t *testing.T, p Plan) { wantReason(t, p, "it is kept") },
 			},
 			{
@@ -766,8 +767,8 @@ func TestDecide(t *testing.T) {
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
 					Jobs: jobsOf(failedByService(running(taskmeta.PartInputsFiler), ago(241*time.Second)))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 			},
 
 			// Pods that aren't scheduled.
@@ -778,8 +779,8 @@ func TestDecide(t *testing.T) {
 					Pods: pods(unschedulablePod("ex-00", ago(time.Hour)))},
 				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
 				actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
-				final:   StateSystemError,
-				state:   StateSystemError,
+				final:   tesv1.StateSystemError,
+				state:   tesv1.StateSystemError,
 				check: func(t *testing.T, p Plan) {
 					msg := "Pod '" + testTask + "-ex-00-x7k2q' of job '" + testTask + "-ex-00' wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu."
 					wantReason(t, p, msg)
@@ -798,7 +799,7 @@ func TestDecide(t *testing.T) {
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(59*time.Minute)))},
 				cfg:   func(c *Config) { c.MaxQueue = time.Hour },
-				state: StateQueued,
+				state: tesv1.StateQueued,
 			},
 			{
 				name: "behaviour §1.13: an executor job with a pod that failed before is failed and kept (EXECUTOR_ERROR)",
@@ -807,7 +808,7 @@ func TestDecide(t *testing.T) {
 					Pods: pods(unschedulablePod("ex-00", ago(2*time.Hour)))},
 				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.13: an executor job with a pod that ran before is failed and kept",
@@ -816,7 +817,7 @@ func TestDecide(t *testing.T) {
 					Pods: pods(podOf("ex-00", corev1.PodFailed, ago(3*time.Hour)), unschedulablePod("ex-00", ago(2*time.Hour)))},
 				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
 				actions: []Action{act(FailJob, "ex-00")},
-				state:   StateRunning,
+				state:   tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.13: a filer job whose pod wasn't scheduled in time is failed and kept",
@@ -825,14 +826,14 @@ func TestDecide(t *testing.T) {
 					Pods: pods(unschedulablePod(taskmeta.PartInputsFiler, ago(2*time.Hour)))},
 				cfg:     func(c *Config) { c.MaxQueue = time.Hour },
 				actions: []Action{act(FailJob, taskmeta.PartInputsFiler)},
-				state:   StateInitializing,
+				state:   tesv1.StateInitializing,
 			},
 			{
 				name: "behaviour §1.13: without TESK_MAX_QUEUE_SECONDS an unschedulable pod waits forever, QUEUED",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")),
 					Pods: pods(unschedulablePod("ex-00", ago(1000*time.Hour)))},
-				state: StateQueued,
+				state: tesv1.StateQueued,
 			},
 		}},
 	}
@@ -936,7 +937,7 @@ func TestDecideStepsThroughATask(t *testing.T) {
 			}
 		}
 		if p.Final != nil {
-			if p.Final.State != StateComplete {
+			if p.Final.State != tesv1.StateComplete {
 				t.Fatalf("the task ended %+v", *p.Final)
 			}
 			want := []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01", "ex-02", taskmeta.PartOutputsFiler}

@@ -14,6 +14,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // Submit starts a task. With input (the task JSON; only with TrustEvents),
@@ -41,7 +42,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			// A task that can never run still becomes a task, ended with
 			// SYSTEM_ERROR and why, so that the view, the TTL and the
 			// sweep see it; the event is answered 400 (behaviour §8.5).
-			final := &Final{State: StateSystemError, Reason: bad.Error()}
+			final := &Final{State: tesv1.StateSystemError, Reason: bad.Error()}
 			cm.Annotations = finalAnnotations(final, r.now())
 			cm.Annotations[taskmeta.AnnotationTTL] = TTLValue(r.Config.TaskTTL)
 		}
@@ -55,8 +56,8 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 		case err != nil:
 			return Result{Task: task, Namespace: ns}, err
 		case bad != nil:
-			r.log(ctx).Errorw("The task can never run; it ended", "task", task, "state", StateSystemError, "reason", bad.Error())
-			return Result{Task: task, Namespace: ns, State: StateSystemError, Actions: []Action{}, Message: bad.Error(), Ended: StateSystemError}, invalid.Wrap(bad)
+			r.log(ctx).Errorw("The task can never run; it ended", "task", task, "state", tesv1.StateSystemError, "reason", bad.Error())
+			return Result{Task: task, Namespace: ns, State: tesv1.StateSystemError, Actions: []Action{}, Message: bad.Error(), Ended: tesv1.StateSystemError}, invalid.Wrap(bad)
 		default:
 			r.logWarnings(ctx, task, spec)
 		}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // failedJob: a failed job stops the task, unless it is an executor's that
@@ -22,7 +23,7 @@ func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string,
 		if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
 			msg := fmt.Sprintf("Executor job '%s' failed (ignore-error) but Kubernetes didn't mark it Failed within %s", job.Name, secs(cfg.PodTimeout))
 			plan.note("error", "%s", msg)
-			return stop(plan, prog, cfg, StateSystemError, msg), false
+			return stop(plan, prog, cfg, tesv1.StateSystemError, msg), false
 		}
 		plan.State = state
 		return plan, false // its pods are still ending
@@ -69,12 +70,12 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 				next := prog.withEnded(part, msg)
 				plan.Progress = &next
 				plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: msg})
-				return stop(plan, next, cfg, StateSystemError, msg)
+				return stop(plan, next, cfg, tesv1.StateSystemError, msg)
 			}
 		}
 	}
-	if queued && state == StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
-		state = StateQueued
+	if queued && state == tesv1.StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
+		state = tesv1.StateQueued
 	}
 	plan.State = state
 	return plan

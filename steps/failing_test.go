@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -30,7 +31,7 @@ func TestFailingIsRecordedBeforeThePatch(t *testing.T) {
 	// failed on its own: the task stops, as for a job the service failed.
 	rec := *plan.Progress
 	plan = Decide(Observed{Event: "ev-3", Anchor: anchorWith(&rec), Jobs: jobsOf(ignoring(failed("ex-00"))), Pods: []*corev1.Pod{}}, cfg, t0)
-	if plan.Final == nil || plan.Final.State != StateExecutorError {
+	if plan.Final == nil || plan.Final.State != tesv1.StateExecutorError {
 		t.Fatalf("final %+v, want the task stopped with EXECUTOR_ERROR", plan.Final)
 	}
 	for _, a := range plan.Actions {

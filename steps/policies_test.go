@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,43 +22,43 @@ func TestEndedTaskPolicy(t *testing.T) {
 	runDecideCases(t, []decideCase{
 		{
 			name:    "behaviour §4.2: a task that ended its TTL ago is deleted",
-			obs:     Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(time.Hour), taskmeta.AnnotationTTL, "3600")},
+			obs:     Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(time.Hour), taskmeta.AnnotationTTL, "3600")},
 			actions: []Action{act(DeleteTask, "")},
-			state:   StateComplete,
+			state:   tesv1.StateComplete,
 		},
 		{
 			name:  "behaviour §4.2: a task that ended less than its TTL ago is kept",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(59*time.Minute), taskmeta.AnnotationTTL, "3600")},
-			state: StateComplete,
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(59*time.Minute), taskmeta.AnnotationTTL, "3600")},
+			state: tesv1.StateComplete,
 		},
 		{
 			name:    "behaviour §4.2: with a TTL of 0 an ended task is deleted at once",
-			obs:     Observed{Event: "ev", Anchor: endedAt(nil, StateCanceled, t0, taskmeta.AnnotationTTL, "0")},
+			obs:     Observed{Event: "ev", Anchor: endedAt(nil, tesv1.StateCanceled, t0, taskmeta.AnnotationTTL, "0")},
 			actions: []Action{act(DeleteTask, "")},
-			state:   StateCanceled,
+			state:   tesv1.StateCanceled,
 		},
 		{
 			name:  "behaviour §4.2: the TTL is the task's own: a lower TASK_TTL_SECONDS set later does not shorten it",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(time.Hour), taskmeta.AnnotationTTL, "86400")},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(time.Hour), taskmeta.AnnotationTTL, "86400")},
 			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Second) },
-			state: StateComplete,
+			state: tesv1.StateComplete,
 		},
 		{
 			name:  "behaviour §4.2: a task that started without a TTL keeps it after TASK_TTL_SECONDS is set",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, noTTL)},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, noTTL)},
 			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Second) },
-			state: StateComplete,
+			state: tesv1.StateComplete,
 		},
 		{
 			name:  "behaviour §4.2: a task that recorded no TTL at all (it started before TTLs were recorded) is kept",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateSystemError, ago(1000*time.Hour))},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateSystemError, ago(1000*time.Hour))},
 			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Second) },
-			state: StateSystemError,
+			state: tesv1.StateSystemError,
 		},
 		{
 			name:  "behaviour §4.2: a TTL that does not parse is none",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, "-1")},
-			state: StateComplete,
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, "-1")},
+			state: tesv1.StateComplete,
 		},
 	})
 }
@@ -100,14 +101,14 @@ func TestSubmissionPolicy(t *testing.T) {
 		{
 			name:  "behaviour §8.5: a task whose stored JSON cannot be read ends with SYSTEM_ERROR and why, creating nothing",
 			obs:   Observed{Event: "ev", Anchor: anchorWith(nil), Unreadable: "invalid task: no executors"},
-			final: StateSystemError,
-			state: StateSystemError,
+			final: tesv1.StateSystemError,
+			state: tesv1.StateSystemError,
 			check: func(t *testing.T, p Plan) { wantReason(t, p, "invalid task: no executors") },
 		},
 		{
 			name:  "behaviour §5: before its submission a task is QUEUED and nothing is written",
 			obs:   Observed{Event: "ev", Anchor: anchorWith(nil)},
-			state: StateQueued,
+			state: tesv1.StateQueued,
 		},
 	})
 }
@@ -122,8 +123,8 @@ func TestRejectedPVCPolicy(t *testing.T) {
 			// The claim's deletion is harmless (NotFound counts as done);
 			// neither the claim nor the filer is created again.
 			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateSystemError,
-			state:   StateSystemError,
+			final:   tesv1.StateSystemError,
+			state:   tesv1.StateSystemError,
 			check:   func(t *testing.T, p Plan) { wantReason(t, p, "exceeded quota") },
 		},
 	})
@@ -145,13 +146,13 @@ func TestCancelPolicy(t *testing.T) {
 		{
 			name:  "behaviour §8.3: a deleted job whose pods are still going is waited for: CANCELING",
 			obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(ptr(deleted("ex-00")))), Jobs: jobsOf(recent)},
-			state: StateCanceling,
+			state: tesv1.StateCanceling,
 		},
 		{
 			name:  "behaviour §8.3: a deleted job still terminating --pod-timeout after its deletion is waited for no more: CANCELED, naming it",
 			obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(ptr(deleted("ex-00")))), Jobs: jobsOf(stuck)},
-			final: StateCanceled,
-			state: StateCanceled,
+			final: tesv1.StateCanceled,
+			state: tesv1.StateCanceled,
 			check: func(t *testing.T, p Plan) {
 				wantReason(t, p, "Task cancelled\nJob 'task-1234abcd-ex-00' was still terminating 240 s after it was deleted")
 			},
@@ -159,8 +160,8 @@ func TestCancelPolicy(t *testing.T) {
 		{
 			name:  "behaviour §8.3: a job whose deletion was rejected is not deleted again; the task ends CANCELED, saying so",
 			obs:   Observed{Event: "ev", Anchor: cancelled(anchorWith(&kept)), Jobs: jobsOf(running("ex-00"))},
-			final: StateCanceled,
-			state: StateCanceled,
+			final: tesv1.StateCanceled,
+			state: tesv1.StateCanceled,
 			check: func(t *testing.T, p Plan) {
 				wantReason(t, p, "Task cancelled\nDeleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
 			},
@@ -169,16 +170,16 @@ func TestCancelPolicy(t *testing.T) {
 			name:    "behaviour §8.3: the PVC of a task whose job's deletion was rejected is deleted as for any cancelled task",
 			obs:     Observed{Event: "ev", Anchor: cancelled(anchorWith(&keptPVC)), Jobs: jobsOf(running("ex-00"))},
 			actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
-			final:   StateCanceled,
-			state:   StateCanceled,
+			final:   tesv1.StateCanceled,
+			state:   tesv1.StateCanceled,
 		},
 		{
 			name:    "behaviour §8.3: with KEEP_FAILED_PVC it is kept and released from the task",
 			obs:     Observed{Event: "ev", Anchor: cancelled(anchorWith(&keptPVC)), Jobs: jobsOf(running("ex-00"))},
 			cfg:     func(c *Config) { c.KeepFailedPVC = true },
 			actions: []Action{act(ReleasePVC, taskmeta.PartPVC)},
-			final:   StateCanceled,
-			state:   StateCanceled,
+			final:   tesv1.StateCanceled,
+			state:   tesv1.StateCanceled,
 		},
 	})
 }
@@ -193,14 +194,14 @@ func TestEndedPartPolicy(t *testing.T) {
 			name:    "behaviour §1.13: a job the service ended that still runs is deleted again",
 			obs:     Observed{Event: "ev", Anchor: anchorWith(&ended), Jobs: jobsOf(running("ex-00"))},
 			actions: []Action{act(DeleteJob, "ex-00")},
-			final:   StateSystemError,
-			state:   StateSystemError,
+			final:   tesv1.StateSystemError,
+			state:   tesv1.StateSystemError,
 		},
 		{
 			name:  "behaviour §8.4: one whose deletion was rejected is kept (failed instead); the task stops, saying why",
 			obs:   Observed{Event: "ev", Anchor: anchorWith(&kept), Jobs: jobsOf(running("ex-00"))},
-			final: StateSystemError,
-			state: StateSystemError,
+			final: tesv1.StateSystemError,
+			state: tesv1.StateSystemError,
 			check: func(t *testing.T, p Plan) {
 				if lines := strings.Split(p.Final.Reason, "\n"); len(lines) != 2 || lines[0] != msg || !strings.Contains(lines[1], "rejected") {
 					t.Errorf("reason %q, want the scheduler's message, then the rejection", p.Final.Reason)

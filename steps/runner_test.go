@@ -12,6 +12,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,7 +88,7 @@ func TestFailingAJob(t *testing.T) {
 					t.Error("the job whose failing was rejected is not deleted")
 				}
 				a := api.anchor()
-				if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], "was rejected") {
+				if a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], "was rejected") {
 					t.Errorf("final %q %q, want SYSTEM_ERROR saying the failing was rejected", a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 				}
 				return
@@ -161,7 +162,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 				t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			a := api.anchor()
-			if res.State != StateCanceled || a.Annotations[taskmeta.AnnotationState] != StateCanceled {
+			if res.State != tesv1.StateCanceled || a.Annotations[taskmeta.AnnotationState] != tesv1.StateCanceled {
 				t.Errorf("state %s, written %q; want CANCELED", res.State, a.Annotations[taskmeta.AnnotationState])
 			}
 			if r := a.Annotations[taskmeta.AnnotationReason]; !strings.Contains(r, "Task cancelled\nDeleting job 'task-1234abcd-ex-00' was rejected") {
@@ -226,7 +227,7 @@ func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
 		}
 		a := api.anchor()
 		lines := strings.Split(a.Annotations[taskmeta.AnnotationReason], "\n")
-		if a.Annotations[taskmeta.AnnotationState] != StateSystemError || len(lines) != 2 ||
+		if a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || len(lines) != 2 ||
 			!strings.Contains(lines[0], "wasn't scheduled within 3600 s: 0/3 nodes are available: 3 Insufficient cpu.") || !strings.Contains(lines[1], "it is kept") {
 			t.Errorf("final %q %q, want SYSTEM_ERROR with the scheduler's message and the kept job", a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 		}
@@ -242,7 +243,7 @@ func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := api.anchor()
-		if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], "and so was failing it") {
+		if a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], "and so was failing it") {
 			t.Errorf("final %q %q", a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 		}
 	})
@@ -278,7 +279,7 @@ func TestRejectedVolumeClaim(t *testing.T) {
 				t.Fatalf("Submit: %v", err)
 			}
 			a := api.anchor()
-			if res.State != StateSystemError || a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], c.want) {
+			if res.State != tesv1.StateSystemError || a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], c.want) {
 				t.Errorf("state %s, final %q %q; want SYSTEM_ERROR with the API server's message", res.State, a.Annotations[taskmeta.AnnotationState], a.Annotations[taskmeta.AnnotationReason])
 			}
 			if n := api.count("create", "persistentvolumeclaims", ""); n != 1 {
@@ -331,7 +332,7 @@ func TestCreateFailsAfterTheRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.State != StateSystemError {
+			if res.State != tesv1.StateSystemError {
 				t.Errorf("state %s after the job was deleted, want SYSTEM_ERROR", res.State)
 			}
 			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
@@ -448,7 +449,7 @@ func TestTasksThatCanNeverRun(t *testing.T) {
 			t.Errorf("error %v, want bad input (400)", err)
 		}
 		a := api.anchor()
-		if a.Annotations[taskmeta.AnnotationState] != StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], reason) || a.Annotations[taskmeta.AnnotationTTL] != "3600" {
+		if a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], reason) || a.Annotations[taskmeta.AnnotationTTL] != "3600" {
 			t.Errorf("anchor %v, want SYSTEM_ERROR saying %q, with its TTL", a.Annotations, reason)
 		}
 		if n := api.count("create", "jobs", "") + api.count("create", "persistentvolumeclaims", ""); n != 0 {
@@ -506,7 +507,7 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 				res, err := r.Submit(ctx, testNS, testTask, input(t), "ev-1")
 				later := writes[wi+1:]
 				if c.want == Rejected && w.verb == "create" {
-					if err != nil || res.State != StateSystemError || !strings.Contains(api.anchor().Annotations[taskmeta.AnnotationReason], "was rejected") {
+					if err != nil || res.State != tesv1.StateSystemError || !strings.Contains(api.anchor().Annotations[taskmeta.AnnotationReason], "was rejected") {
 						t.Fatalf("Submit = %+v, %v; want SYSTEM_ERROR saying the create was rejected", res, err)
 					}
 					for _, l := range later {
@@ -530,7 +531,7 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 				// The fault passes; the redelivery finishes the step.
 				ft.times, ft.hits = 1, 1
 				res, err = r.Submit(ctx, testNS, testTask, input(t), "ev-1")
-				if err != nil || res.State != StateInitializing {
+				if err != nil || res.State != tesv1.StateInitializing {
 					t.Fatalf("the redelivery: %+v, %v; want INITIALIZING", res, err)
 				}
 				if api.job(taskmeta.PartInputsFiler) == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,9 +53,9 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 	if plan.Final != nil {
 		// The task is ending, but its last step (the PVC, the output file
 		// logs, the final state) is not written yet.
-		state = StateRunning
-		if plan.Final.State == StateCanceled {
-			state = StateCanceling
+		state = tesv1.StateRunning
+		if plan.Final.State == tesv1.StateCanceled {
+			state = tesv1.StateCanceling
 		}
 	}
 	log := TaskLog{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,19 +53,19 @@ func TestBuildViewStates(t *testing.T) {
 		state  string
 		sys    []string
 	}{
-		{"a submitted task not started yet is QUEUED", anchorWith(nil), nil, nil, StateQueued, nil},
+		{"a submitted task not started yet is QUEUED", anchorWith(nil), nil, nil, tesv1.StateQueued, nil},
 		{"a task whose inputs filer runs is INITIALIZING", anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler)),
-			jobsOf(running(taskmeta.PartInputsFiler)), pods(runningPod(taskmeta.PartInputsFiler, ago(time.Minute), ago(time.Minute))), StateInitializing, nil},
+			jobsOf(running(taskmeta.PartInputsFiler)), pods(runningPod(taskmeta.PartInputsFiler, ago(time.Minute), ago(time.Minute))), tesv1.StateInitializing, nil},
 		{"a task whose executor runs is RUNNING", anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-			jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), pods(runningPod("ex-00", ago(time.Minute), ago(time.Minute))), StateRunning, nil},
+			jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), pods(runningPod("ex-00", ago(time.Minute), ago(time.Minute))), tesv1.StateRunning, nil},
 		{"a task whose executor's pod waits to be scheduled is QUEUED", anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
-			jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), pods(unschedulablePod("ex-00", ago(time.Minute))), StateQueued, nil},
-		{"a completed task is COMPLETE", ended(StateComplete, ""), nil, nil, StateComplete, nil},
-		{"a task whose executor failed is EXECUTOR_ERROR, with why", ended(StateExecutorError, "Job 'x' failed"), nil, nil, StateExecutorError, []string{"Job 'x' failed"}},
-		{"a task stopped by the system is SYSTEM_ERROR, with why", ended(StateSystemError, "Job 'x' was deleted while it ran"), nil, nil, StateSystemError, []string{"Job 'x' was deleted while it ran"}},
+			jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), pods(unschedulablePod("ex-00", ago(time.Minute))), tesv1.StateQueued, nil},
+		{"a completed task is COMPLETE", ended(tesv1.StateComplete, ""), nil, nil, tesv1.StateComplete, nil},
+		{"a task whose executor failed is EXECUTOR_ERROR, with why", ended(tesv1.StateExecutorError, "Job 'x' failed"), nil, nil, tesv1.StateExecutorError, []string{"Job 'x' failed"}},
+		{"a task stopped by the system is SYSTEM_ERROR, with why", ended(tesv1.StateSystemError, "Job 'x' was deleted while it ran"), nil, nil, tesv1.StateSystemError, []string{"Job 'x' was deleted while it ran"}},
 		{"a cancelled task whose jobs are going is CANCELING", cancelled(anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))),
-			jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00"))), nil, StateCanceling, nil},
-		{"a cancelled task is CANCELED", ended(StateCanceled, "Task cancelled"), nil, nil, StateCanceled, []string{"Task cancelled"}},
+			jobsOf(completed(taskmeta.PartInputsFiler), deleting(running("ex-00"))), nil, tesv1.StateCanceling, nil},
+		{"a cancelled task is CANCELED", ended(tesv1.StateCanceled, "Task cancelled"), nil, nil, tesv1.StateCanceled, []string{"Task cancelled"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestBuildViewExecutors(t *testing.T) {
 	if got := v.Logs[0].Logs; !reflect.DeepEqual(got, want) {
 		t.Errorf("executor logs\n%s\nwant\n%s", show(got), show(want))
 	}
-	if v.State != StateRunning {
+	if v.State != tesv1.StateRunning {
 		t.Errorf("state %s", v.State)
 	}
 }
@@ -152,7 +153,7 @@ func TestBuildViewExecutorOrder(t *testing.T) {
 
 func TestBuildViewOutputs(t *testing.T) {
 	files := []FileLog{{URL: "s3://b/out.txt", Path: "/data/out/out.txt", SizeBytes: "5"}}
-	anchor := anchorWith(ptr(progressOf(fullParts, "ev", ago(time.Hour), fullParts...)), taskmeta.AnnotationState, StateComplete, taskmeta.AnnotationEnded, rfc(ago(time.Minute)))
+	anchor := anchorWith(ptr(progressOf(fullParts, "ev", ago(time.Hour), fullParts...)), taskmeta.AnnotationState, tesv1.StateComplete, taskmeta.AnnotationEnded, rfc(ago(time.Minute)))
 	outputs := annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, `[{"url":"s3://b/out.txt","path":"/data/out/out.txt","size_bytes":"5"}]`)
 	v := BuildView(anchor, jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), outputs), nil, DefaultConfig(), t0)
 	if !reflect.DeepEqual(v.Logs[0].Outputs, files) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // What the TES API keeps on a task's anchor besides the taskmaster's JSON.
@@ -32,7 +32,7 @@ const (
 // BuildAnchor is the ConfigMap that anchors a task created through the TES
 // API: labelled as the steps and TESK's tooling know it, holding the
 // taskmaster's JSON and the submitted task.
-func BuildAnchor(ns, id string, t *Task, taskJSON []byte, c Caller) (*corev1.ConfigMap, error) {
+func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*corev1.ConfigMap, error) {
 	stored := *t
 	stored.ID, stored.State, stored.Logs, stored.CreationTime = "", "", nil, ""
 	raw, err := json.Marshal(stored)
@@ -77,7 +77,7 @@ func IsAnchor(meta metav1.ObjectMeta) bool {
 
 // StoredTask reads the submitted task from its anchor; false if the anchor
 // was not written by the TES API (or its copy is unreadable).
-func StoredTask(cm *corev1.ConfigMap) (*Task, bool) {
+func StoredTask(cm *corev1.ConfigMap) (*tesv1.Task, bool) {
 	data, ok := cm.BinaryData[TaskKey]
 	if !ok {
 		return nil, false
@@ -90,7 +90,7 @@ func StoredTask(cm *corev1.ConfigMap) (*Task, bool) {
 	if err != nil {
 		return nil, false
 	}
-	var t Task
+	var t tesv1.Task
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return nil, false
 	}
@@ -100,8 +100,8 @@ func StoredTask(cm *corev1.ConfigMap) (*Task, bool) {
 // taskFromSpec rebuilds what it can of a task that was not created through
 // the TES API (by the TESK API or an event with its JSON): the executors'
 // images and commands, the inputs, outputs and volumes.
-func taskFromSpec(cm *corev1.ConfigMap) *Task {
-	t := &Task{Name: cm.Annotations[taskmeta.AnnotationTaskName]}
+func taskFromSpec(cm *corev1.ConfigMap) *tesv1.Task {
+	t := &tesv1.Task{Name: cm.Annotations[taskmeta.AnnotationTaskName]}
 	data := cm.BinaryData[taskspec.ConfigMapKey]
 	if data == nil {
 		data = []byte(cm.Data[taskspec.ConfigMapKey])
@@ -112,7 +112,7 @@ func taskFromSpec(cm *corev1.ConfigMap) *Task {
 	}
 	for _, j := range spec.Executors {
 		c := j.Spec.Template.Spec.Containers[0]
-		ex := Executor{Image: c.Image, Command: append(append([]string{}, c.Command...), c.Args...), Workdir: c.WorkingDir}
+		ex := tesv1.Executor{Image: c.Image, Command: append(append([]string{}, c.Command...), c.Args...), Workdir: c.WorkingDir}
 		for _, e := range c.Env {
 			if ex.Env == nil {
 				ex.Env = map[string]string{}
@@ -123,14 +123,14 @@ func taskFromSpec(cm *corev1.ConfigMap) *Task {
 		t.Executors = append(t.Executors, ex)
 	}
 	for _, in := range spec.Inputs {
-		t.Inputs = append(t.Inputs, Input{Name: in.Name, Description: in.Description, URL: in.URL, Path: in.Path, Type: in.Type, Content: in.Content, Streamable: in.Streamable})
+		t.Inputs = append(t.Inputs, tesv1.Input{Name: in.Name, Description: in.Description, URL: in.URL, Path: in.Path, Type: in.Type, Content: in.Content, Streamable: in.Streamable})
 	}
 	for _, out := range spec.Outputs {
-		t.Outputs = append(t.Outputs, Output{Name: out.Name, Description: out.Description, URL: out.URL, Path: out.Path, PathPrefix: out.PathPrefix, Type: out.Type})
+		t.Outputs = append(t.Outputs, tesv1.Output{Name: out.Name, Description: out.Description, URL: out.URL, Path: out.Path, PathPrefix: out.PathPrefix, Type: out.Type})
 	}
 	t.Volumes = spec.Volumes
 	if spec.Resources.DiskGB > 0 {
-		t.Resources = &Resources{DiskGB: spec.Resources.DiskGB}
+		t.Resources = &tesv1.Resources{DiskGB: spec.Resources.DiskGB}
 	}
 	return t
 }
@@ -154,25 +154,20 @@ func MetaState(meta metav1.ObjectMeta) string {
 		return s
 	}
 	if meta.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
-		return steps.StateCanceling
+		return tesv1.StateCanceling
 	}
 	prog, err := steps.ParseProgress(meta.Annotations[taskmeta.AnnotationProgress])
 	if err != nil {
-		return steps.StateRunning
+		return tesv1.StateRunning
 	}
-	state := steps.StateQueued
+	state := tesv1.StateQueued
 	for _, p := range prog.Started {
 		if _, ok := taskmeta.ExecutorIndex(p); ok || p == taskmeta.PartOutputsFiler {
-			return steps.StateRunning
+			return tesv1.StateRunning
 		}
-		state = steps.StateInitializing
+		state = tesv1.StateInitializing
 	}
 	return state
-}
-
-// IsFinal reports whether a state is one a task never leaves.
-func IsFinal(state string) bool {
-	return slices.Contains([]string{steps.StateComplete, steps.StateExecutorError, steps.StateSystemError, steps.StateCanceled}, state)
 }
 
 var labelValueRE = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`)

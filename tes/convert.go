@@ -22,6 +22,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // DefaultDiskGB is the task volume's size when the task asks for none, as the
@@ -45,13 +46,13 @@ func bad(format string, a ...any) error { return invalid.Errorf(format, a...) }
 // DecodeTask parses a create request's body: one JSON object that is a
 // tesTask, without fields outside the specification. The fields the server
 // sets (id, state, logs, creation_time) are ignored.
-func DecodeTask(body []byte) (*Task, error) {
+func DecodeTask(body []byte) (*tesv1.Task, error) {
 	if len(body) > MaxRequestBytes {
 		return nil, bad("the task is %d bytes, more than %d", len(body), MaxRequestBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	var t Task
+	var t tesv1.Task
 	if err := dec.Decode(&t); err != nil {
 		return nil, jsonError(err)
 	}
@@ -108,7 +109,7 @@ func jsonKind(k string) string {
 var SupportedBackendParameters = []string{}
 
 // Validate checks a submitted task; the error names the field.
-func Validate(t *Task) error {
+func Validate(t *tesv1.Task) error {
 	if len(t.Executors) == 0 {
 		return bad("executors: at least one executor is required")
 	}
@@ -153,7 +154,7 @@ func Validate(t *Task) error {
 				return bad("%s.url: %v", f, err)
 			}
 		}
-		if in.Content != "" && in.Type == TypeDirectory {
+		if in.Content != "" && in.Type == tesv1.TypeDirectory {
 			return bad("%s.content: a DIRECTORY input takes a url, not content", f)
 		}
 		if taskspec.HasWildcard(in.Path) {
@@ -222,7 +223,7 @@ func supported(key string) bool {
 
 // dropUnsupported removes the backend parameters the service does not
 // support: the specification says they are neither stored nor returned.
-func dropUnsupported(r *Resources) []string {
+func dropUnsupported(r *tesv1.Resources) []string {
 	var dropped []string
 	if r == nil {
 		return nil
@@ -278,7 +279,7 @@ func checkURL(raw string) error {
 
 func checkType(t string) error {
 	switch t {
-	case "", TypeFile, TypeDirectory:
+	case "", tesv1.TypeFile, tesv1.TypeDirectory:
 		return nil
 	}
 	return fmt.Errorf("%q is neither FILE nor DIRECTORY", t)
@@ -321,7 +322,7 @@ type ConvertOptions struct {
 // Convert turns a validated task into the taskmaster's task JSON, as the
 // TESK API converts it: each executor a Job spec <id>-ex-NN, the inputs,
 // outputs and volumes as they are, and the disk size.
-func Convert(t *Task, id string, o ConvertOptions) ([]byte, error) {
+func Convert(t *tesv1.Task, id string, o ConvertOptions) ([]byte, error) {
 	spec := taskspec.Task{Volumes: t.Volumes}
 	for _, in := range t.Inputs {
 		spec.Inputs = append(spec.Inputs, taskspec.Input{
@@ -335,7 +336,7 @@ func Convert(t *Task, id string, o ConvertOptions) ([]byte, error) {
 			PathPrefix: out.PathPrefix, Type: out.Type,
 		})
 	}
-	res := Resources{}
+	res := tesv1.Resources{}
 	if t.Resources != nil {
 		res = *t.Resources
 	}
@@ -361,7 +362,7 @@ func Convert(t *Task, id string, o ConvertOptions) ([]byte, error) {
 	return raw, nil
 }
 
-func executorJob(t *Task, id string, i int, ex Executor, res Resources, o ConvertOptions) batchv1.Job {
+func executorJob(t *tesv1.Task, id string, i int, ex tesv1.Executor, res tesv1.Resources, o ConvertOptions) batchv1.Job {
 	name := taskmeta.ObjectName(id, taskmeta.ExecutorPart(i))
 	labels := map[string]string{
 		taskmeta.LabelJobType:    taskmeta.JobTypeExecutor,
@@ -413,7 +414,7 @@ func executorJob(t *Task, id string, i int, ex Executor, res Resources, o Conver
 // Command is the executor's container command: its command as it is, or,
 // when stdin, stdout or stderr is set, run by /bin/sh -c with each part
 // quoted for the shell and the redirections appended.
-func Command(ex Executor) []string {
+func Command(ex tesv1.Executor) []string {
 	if ex.Stdin == "" && ex.Stdout == "" && ex.Stderr == "" {
 		return append([]string(nil), ex.Command...)
 	}

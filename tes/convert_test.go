@@ -12,34 +12,35 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 func TestCommand(t *testing.T) {
 	cases := []struct {
 		name string
-		ex   Executor
+		ex   tesv1.Executor
 		want []string
 	}{
 		{"without redirections the command is kept as it is",
-			Executor{Command: []string{"echo", "a b", "$HOME"}},
+			tesv1.Executor{Command: []string{"echo", "a b", "$HOME"}},
 			[]string{"echo", "a b", "$HOME"}},
 		{"stdout: through the shell, appended",
-			Executor{Command: []string{"echo", "hello"}, Stdout: "/out/stdout.txt"},
+			tesv1.Executor{Command: []string{"echo", "hello"}, Stdout: "/out/stdout.txt"},
 			[]string{"/bin/sh", "-c", "echo hello > /out/stdout.txt"}},
 		{"all three redirections, in order",
-			Executor{Command: []string{"md5sum"}, Stdin: "/data/in", Stdout: "/data/out", Stderr: "/data/err"},
+			tesv1.Executor{Command: []string{"md5sum"}, Stdin: "/data/in", Stdout: "/data/out", Stderr: "/data/err"},
 			[]string{"/bin/sh", "-c", "md5sum < /data/in > /data/out 2> /data/err"}},
 		{"words with spaces and shell characters are single-quoted",
-			Executor{Command: []string{"sh", "-c", "echo $X | wc -l"}, Stderr: "/tmp/e"},
+			tesv1.Executor{Command: []string{"sh", "-c", "echo $X | wc -l"}, Stderr: "/tmp/e"},
 			[]string{"/bin/sh", "-c", "sh -c 'echo $X | wc -l' 2> /tmp/e"}},
 		{"a single quote inside a word",
-			Executor{Command: []string{"echo", "it's"}, Stdout: "/o"},
+			tesv1.Executor{Command: []string{"echo", "it's"}, Stdout: "/o"},
 			[]string{"/bin/sh", "-c", `echo 'it'"'"'s' > /o`}},
 		{"an empty word stays a word",
-			Executor{Command: []string{"printf", ""}, Stdout: "/o"},
+			tesv1.Executor{Command: []string{"printf", ""}, Stdout: "/o"},
 			[]string{"/bin/sh", "-c", "printf '' > /o"}},
 		{"a redirection path with a space is quoted",
-			Executor{Command: []string{"cat"}, Stdin: "/data/my file"},
+			tesv1.Executor{Command: []string{"cat"}, Stdin: "/data/my file"},
 			[]string{"/bin/sh", "-c", "cat < '/data/my file'"}},
 	}
 	for _, c := range cases {
@@ -52,15 +53,15 @@ func TestCommand(t *testing.T) {
 }
 
 func TestConvert(t *testing.T) {
-	base := func() *Task {
-		return &Task{
+	base := func() *tesv1.Task {
+		return &tesv1.Task{
 			Name:      "hello",
-			Executors: []Executor{{Image: "alpine", Command: []string{"echo", "hi"}}},
+			Executors: []tesv1.Executor{{Image: "alpine", Command: []string{"echo", "hi"}}},
 		}
 	}
 	cases := []struct {
 		name  string
-		task  func() *Task
+		task  func() *tesv1.Task
 		opts  ConvertOptions
 		check func(t *testing.T, spec *taskspec.Task)
 	}{
@@ -93,9 +94,9 @@ func TestConvert(t *testing.T) {
 				t.Errorf("requests without resources: %v", c.Resources.Requests)
 			}
 		}},
-		{"executors in order, each its own number", func() *Task {
+		{"executors in order, each its own number", func() *tesv1.Task {
 			tk := base()
-			tk.Executors = append(tk.Executors, Executor{Image: "busybox", Command: []string{"true"}}, Executor{Image: "busybox", Command: []string{"false"}, IgnoreError: true})
+			tk.Executors = append(tk.Executors, tesv1.Executor{Image: "busybox", Command: []string{"true"}}, tesv1.Executor{Image: "busybox", Command: []string{"false"}, IgnoreError: true})
 			return tk
 		}, ConvertOptions{}, func(t *testing.T, s *taskspec.Task) {
 			for i, j := range s.Executors {
@@ -110,7 +111,7 @@ func TestConvert(t *testing.T) {
 				t.Errorf("ignore-error: %v %v", s.Executors[1].Annotations, s.Executors[2].Annotations)
 			}
 		}},
-		{"env sorted by name, workdir as workingDir", func() *Task {
+		{"env sorted by name, workdir as workingDir", func() *tesv1.Task {
 			tk := base()
 			tk.Executors[0].Env = map[string]string{"B": "2", "A": "1 one"}
 			tk.Executors[0].Workdir = "/data"
@@ -122,9 +123,9 @@ func TestConvert(t *testing.T) {
 				t.Errorf("env %v workingDir %q", c.Env, c.WorkingDir)
 			}
 		}},
-		{"cpu_cores and ram_gb become requests; disk_gb sizes the volume", func() *Task {
+		{"cpu_cores and ram_gb become requests; disk_gb sizes the volume", func() *tesv1.Task {
 			tk := base()
-			tk.Resources = &Resources{CPUCores: 2, RAMGB: 1.5, DiskGB: 3}
+			tk.Resources = &tesv1.Resources{CPUCores: 2, RAMGB: 1.5, DiskGB: 3}
 			return tk
 		}, ConvertOptions{}, func(t *testing.T, s *taskspec.Task) {
 			r := s.Executors[0].Spec.Template.Spec.Containers[0].Resources
@@ -141,10 +142,10 @@ func TestConvert(t *testing.T) {
 				t.Errorf("disk_gb %v", s.Resources.DiskGB)
 			}
 		}},
-		{"inputs, outputs and volumes as they are", func() *Task {
+		{"inputs, outputs and volumes as they are", func() *tesv1.Task {
 			tk := base()
-			tk.Inputs = []Input{{Name: "in", Path: "/data/in.txt", Content: "hello"}, {URL: "s3://b/dir", Path: "/data/dir", Type: TypeDirectory}}
-			tk.Outputs = []Output{{URL: "s3://b/out", Path: "/data/out/*.txt", PathPrefix: "/data/out"}}
+			tk.Inputs = []tesv1.Input{{Name: "in", Path: "/data/in.txt", Content: "hello"}, {URL: "s3://b/dir", Path: "/data/dir", Type: tesv1.TypeDirectory}}
+			tk.Outputs = []tesv1.Output{{URL: "s3://b/out", Path: "/data/out/*.txt", PathPrefix: "/data/out"}}
 			tk.Volumes = []string{"/scratch"}
 			return tk
 		}, ConvertOptions{}, func(t *testing.T, s *taskspec.Task) {
@@ -284,7 +285,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestDropUnsupportedBackendParameters(t *testing.T) {
-	r := &Resources{BackendParameters: map[string]string{"VmSize": "x"}}
+	r := &tesv1.Resources{BackendParameters: map[string]string{"VmSize": "x"}}
 	if d := dropUnsupported(r); !reflect.DeepEqual(d, []string{"VmSize"}) || r.BackendParameters != nil {
 		t.Errorf("dropped %v, left %v", d, r.BackendParameters)
 	}

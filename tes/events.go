@@ -19,6 +19,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // EventsPath is this service's extension to TES: a task's story, its
@@ -116,7 +117,7 @@ func (s *Server) taskEvents(c echo.Context) error {
 		return s.fail(c, err)
 	}
 	now := s.now()
-	state := s.build(ctx, cm, jobs, pods, ViewMinimal).State
+	state := s.build(ctx, cm, jobs, pods, tesv1.ViewMinimal).State
 	return c.JSON(http.StatusOK, TaskEvents{
 		ID:         cm.Name,
 		State:      state,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // byHeader is an Authenticator for tests: the X-User header is the subject.
@@ -72,7 +73,7 @@ func TestTimelineOfACompleteTask(t *testing.T) {
 	parts := []string{"pvc", "inputs-filer", "ex-00", "ex-01", "outputs-filer"}
 	prog := steps.Progress{Parts: parts, Started: parts, Done: parts[1:]}
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{
-		taskmeta.AnnotationProgress: prog.String(), taskmeta.AnnotationEnded: iso(60), taskmeta.AnnotationState: steps.StateComplete}}
+		taskmeta.AnnotationProgress: prog.String(), taskmeta.AnnotationEnded: iso(60), taskmeta.AnnotationState: tesv1.StateComplete}}
 	var jobs []batchv1.Job
 	var pods []corev1.Pod
 	for i, part := range parts[1:] {
@@ -132,7 +133,7 @@ func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 	prog.Ended = []steps.EndedRecord{{Part: "ex-01", Reason: "the task was cancelled"}}
 	anchor.Annotations[taskmeta.AnnotationProgress] = prog.String()
 	anchor.Annotations[taskmeta.AnnotationEnded] = iso(20)
-	anchor.Annotations[taskmeta.AnnotationState] = steps.StateCanceled
+	anchor.Annotations[taskmeta.AnnotationState] = tesv1.StateCanceled
 	events := []TaskEvent{
 		taskEvent(6, steps.EventJobCreate, "Created job task-1-ex-01"),
 		taskEvent(12, steps.EventJobDelete, "Deleted job task-1-ex-01: the task was cancelled"),
@@ -229,7 +230,7 @@ func TestTaskEventsEndpoint(t *testing.T) {
 	if fmt.Sprint(reasons) != "[Started@ConfigMap/task-1 JobCreated@ConfigMap/task-1 Pulled@Pod/task-1-ex-00-abcde]" {
 		t.Errorf("events %v", reasons)
 	}
-	if te.ID != "task-1" || te.State != steps.StateRunning || te.ServerTime != iso(100) || len(te.Steps) != 1 ||
+	if te.ID != "task-1" || te.State != tesv1.StateRunning || te.ServerTime != iso(100) || len(te.Steps) != 1 ||
 		te.Steps[0].Status != StepRunning || te.Steps[0].Created != iso(1) || te.Steps[0].Started != iso(2) {
 		t.Errorf("answer %s", raw)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // BasePath is where the API is served.
@@ -61,7 +62,7 @@ type Config struct {
 	Sink string
 	// Info is the service-info (type, and the backend parameters, are set
 	// by the service).
-	Info ServiceInfo
+	Info tesv1.ServiceInfo
 	// LogTailBytes bounds each executor's stdout in the FULL view.
 	LogTailBytes int
 	// Steps is the handler's configuration, for the state derivation.
@@ -197,7 +198,7 @@ func (c Caller) mayAccess(meta metav1.ObjectMeta) bool {
 
 func (s *Server) serviceInfo(c echo.Context) error {
 	info := s.Config.Info
-	info.Type = ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
+	info.Type = tesv1.ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
 	info.TesResourcesBackendParameters = append([]string{}, SupportedBackendParameters...)
 	if len(info.Storage) == 0 {
 		// What every deployment's filer reaches; file:// only where the
@@ -255,7 +256,7 @@ func (s *Server) create(c echo.Context) error {
 	s.Telemetry.TaskCreated(ctx)
 	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
 	s.post(ctx, "task.submitted", "submit-"+id, id)
-	return c.JSON(http.StatusOK, CreateTaskResponse{ID: id})
+	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
 }
 
 // post sends a step's CloudEvent to the sink, retrying with bounded backoff.
@@ -317,8 +318,8 @@ func parseView(c echo.Context) (string, error) {
 	v := c.QueryParam("view")
 	switch v {
 	case "":
-		return ViewMinimal, nil
-	case ViewMinimal, ViewBasic, ViewFull:
+		return tesv1.ViewMinimal, nil
+	case tesv1.ViewMinimal, tesv1.ViewBasic, tesv1.ViewFull:
 		return v, nil
 	}
 	return "", bad("view: %q is none of MINIMAL, BASIC, FULL", v)
@@ -341,11 +342,11 @@ func (s *Server) get(c echo.Context) error {
 }
 
 // task reads a task's jobs and pods and returns it in a view.
-func (s *Server) task(ctx context.Context, cm *corev1.ConfigMap, view string) (Task, error) {
+func (s *Server) task(ctx context.Context, cm *corev1.ConfigMap, view string) (tesv1.Task, error) {
 	sel := labels.Set{taskmeta.LabelTask: cm.Name}.String()
 	jobs, pods, err := s.jobsAndPods(ctx, sel)
 	if err != nil {
-		return Task{}, err
+		return tesv1.Task{}, err
 	}
 	return s.build(ctx, cm, jobs, pods, view), nil
 }
@@ -382,7 +383,7 @@ func (s *Server) jobsAndPods(ctx context.Context, selector string) ([]batchv1.Jo
 
 // build derives a task in a view from its anchor, jobs and pods (those of
 // other tasks are left out).
-func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1.Job, pods []corev1.Pod, view string) Task {
+func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1.Job, pods []corev1.Pod, view string) tesv1.Task {
 	id := cm.Name
 	byPart := map[string]*batchv1.Job{}
 	for i := range jobs {
@@ -397,8 +398,8 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 		}
 	}
 	v := steps.BuildView(cm.ObjectMeta, byPart, podList, s.Config.Steps, s.now())
-	out := Task{ID: id, State: v.State}
-	if view == ViewMinimal {
+	out := tesv1.Task{ID: id, State: v.State}
+	if view == tesv1.ViewMinimal {
 		return out
 	}
 	stored, ok := StoredTask(cm)
@@ -409,8 +410,8 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 	out.Inputs, out.Outputs, out.Resources = stored.Inputs, stored.Outputs, stored.Resources
 	out.Executors, out.Volumes, out.Tags = stored.Executors, stored.Volumes, stored.Tags
 	out.CreationTime = v.CreationTime
-	if view == ViewBasic {
-		out.Inputs = make([]Input, len(stored.Inputs))
+	if view == tesv1.ViewBasic {
+		out.Inputs = make([]tesv1.Input, len(stored.Inputs))
 		for i, in := range stored.Inputs {
 			in.Content = ""
 			out.Inputs[i] = in
@@ -426,7 +427,7 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 // taskLogs converts the view's log: an executor's log once its exit code is
 // known (the specification requires one); FULL adds each executor's stdout,
 // a bounded tail of its last pod's log, and the system logs.
-func (s *Server) taskLogs(ctx context.Context, v steps.TesTask, jobs map[string]*batchv1.Job, pods []*corev1.Pod, view string) []TaskLog {
+func (s *Server) taskLogs(ctx context.Context, v steps.TesTask, jobs map[string]*batchv1.Job, pods []*corev1.Pod, view string) []tesv1.TaskLog {
 	var execParts []string
 	for part := range jobs {
 		if _, ok := taskmeta.ExecutorIndex(part); ok {
@@ -438,23 +439,23 @@ func (s *Server) taskLogs(ctx context.Context, v steps.TesTask, jobs map[string]
 		b, _ := taskmeta.ExecutorIndex(execParts[k])
 		return a < b
 	})
-	var logs []TaskLog
+	var logs []tesv1.TaskLog
 	for _, l := range v.Logs {
-		tl := TaskLog{Logs: []ExecutorLog{}, Outputs: []OutputFileLog{}, Metadata: l.Metadata, StartTime: l.StartTime, EndTime: l.EndTime}
+		tl := tesv1.TaskLog{Logs: []tesv1.ExecutorLog{}, Outputs: []tesv1.OutputFileLog{}, Metadata: l.Metadata, StartTime: l.StartTime, EndTime: l.EndTime}
 		for i, el := range l.Logs {
 			if el.ExitCode == nil {
 				continue
 			}
-			out := ExecutorLog{StartTime: el.StartTime, EndTime: el.EndTime, ExitCode: *el.ExitCode}
-			if view == ViewFull && i < len(execParts) {
+			out := tesv1.ExecutorLog{StartTime: el.StartTime, EndTime: el.EndTime, ExitCode: *el.ExitCode}
+			if view == tesv1.ViewFull && i < len(execParts) {
 				out.Stdout = s.stdout(ctx, jobs[execParts[i]].Name, pods)
 			}
 			tl.Logs = append(tl.Logs, out)
 		}
 		for _, f := range l.Outputs {
-			tl.Outputs = append(tl.Outputs, OutputFileLog{URL: f.URL, Path: f.Path, SizeBytes: f.SizeBytes})
+			tl.Outputs = append(tl.Outputs, tesv1.OutputFileLog{URL: f.URL, Path: f.Path, SizeBytes: f.SizeBytes})
 		}
-		if view == ViewFull {
+		if view == tesv1.ViewFull {
 			tl.SystemLogs = l.SystemLogs
 		}
 		logs = append(logs, tl)
@@ -534,7 +535,7 @@ type ListQuery struct {
 // ParseListQuery reads the list's parameters.
 func ParseListQuery(q url.Values) (ListQuery, error) {
 	lq := ListQuery{NamePrefix: q.Get("name_prefix"), State: q.Get("state"), PageSize: DefaultPageSize}
-	if lq.State != "" && !contains(States, lq.State) {
+	if lq.State != "" && !contains(tesv1.States, lq.State) {
 		return lq, bad("state: %q is not a TES state", lq.State)
 	}
 	if ps := q.Get("page_size"); ps != "" {
@@ -564,8 +565,8 @@ func ParseListQuery(q url.Values) (ListQuery, error) {
 	}
 	switch v := q.Get("view"); v {
 	case "":
-		lq.View = ViewMinimal
-	case ViewMinimal, ViewBasic, ViewFull:
+		lq.View = tesv1.ViewMinimal
+	case tesv1.ViewMinimal, tesv1.ViewBasic, tesv1.ViewFull:
 		lq.View = v
 	default:
 		return lq, bad("view: %q is none of MINIMAL, BASIC, FULL", v)
@@ -674,7 +675,7 @@ func (s *Server) list(c echo.Context) error {
 	}
 	var page []metav1.ObjectMeta
 	var more bool
-	var resp ListTasksResponse
+	var resp tesv1.ListTasksResponse
 	if slices.Contains(passingStates, q.State) {
 		page, more, resp.Tasks, err = s.pageInState(ctx, anchors, q)
 		if err != nil {
@@ -682,10 +683,10 @@ func (s *Server) list(c echo.Context) error {
 		}
 	} else {
 		page, more = Page(anchors, q)
-		resp.Tasks = make([]Task, len(page))
-		if q.View == ViewMinimal {
+		resp.Tasks = make([]tesv1.Task, len(page))
+		if q.View == tesv1.ViewMinimal {
 			for i, m := range page {
-				resp.Tasks[i] = Task{ID: m.Name, State: MetaState(m)}
+				resp.Tasks[i] = tesv1.Task{ID: m.Name, State: MetaState(m)}
 			}
 		} else if err := s.views(ctx, page, q.View, resp.Tasks); err != nil {
 			return s.fail(c, err)
@@ -700,7 +701,7 @@ func (s *Server) list(c echo.Context) error {
 
 // passingStates are the states a task of this service passes through
 // (never UNKNOWN, PAUSED or PREEMPTED).
-var passingStates = []string{steps.StateQueued, steps.StateInitializing, steps.StateRunning, steps.StateCanceling}
+var passingStates = []string{tesv1.StateQueued, tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling}
 
 // pageInState is a page of the tasks in q.State, a state a task passes
 // through: the anchor's metadata may lag a running task's state by a step,
@@ -708,22 +709,22 @@ var passingStates = []string{steps.StateQueued, steps.StateInitializing, steps.S
 // their state derived as GET derives it, from their jobs and pods, a chunk
 // at a time, newest first, until the page is full. A task ended is known
 // from its anchor alone, so the final states are filtered as before.
-func (s *Server) pageInState(ctx context.Context, anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool, []Task, error) {
+func (s *Server) pageInState(ctx context.Context, anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool, []tesv1.Task, error) {
 	all := q
 	all.State, all.PageSize = "", len(anchors)+1
 	candidates, _ := Page(anchors, all)
 	var live []metav1.ObjectMeta
 	for _, m := range candidates {
-		if !IsFinal(MetaState(m)) {
+		if !tesv1.IsFinal(MetaState(m)) {
 			live = append(live, m)
 		}
 	}
 	var page []metav1.ObjectMeta
-	var tasks []Task
+	var tasks []tesv1.Task
 	for from := 0; from < len(live); from += viewChunk {
 		chunk := live[from:min(from+viewChunk, len(live))]
-		states := make([]Task, len(chunk))
-		if err := s.views(ctx, chunk, ViewMinimal, states); err != nil {
+		states := make([]tesv1.Task, len(chunk))
+		if err := s.views(ctx, chunk, tesv1.ViewMinimal, states); err != nil {
 			return nil, false, nil, err
 		}
 		for i, t := range states {
@@ -740,8 +741,8 @@ func (s *Server) pageInState(ctx context.Context, anchors []metav1.ObjectMeta, q
 }
 
 // fill reads a page's tasks in a view richer than MINIMAL.
-func (s *Server) fill(ctx context.Context, page []metav1.ObjectMeta, view string, tasks []Task) error {
-	if view == ViewMinimal {
+func (s *Server) fill(ctx context.Context, page []metav1.ObjectMeta, view string, tasks []tesv1.Task) error {
+	if view == tesv1.ViewMinimal {
 		return nil
 	}
 	return s.views(ctx, page, view, tasks)
@@ -754,7 +755,7 @@ const viewChunk = 256
 // LIST calls (the anchors, their jobs, their pods, selected by the task
 // label's values), whatever the namespace holds besides. A task deleted
 // meanwhile keeps its place with the state its metadata said.
-func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []Task) error {
+func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []tesv1.Task) error {
 	for from := 0; from < len(page); from += viewChunk {
 		chunk := page[from:min(from+viewChunk, len(page))]
 		names := make([]string, len(chunk))
@@ -801,7 +802,7 @@ func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view strin
 		for i, m := range chunk {
 			cm, ok := byName[m.Name]
 			if !ok {
-				out[from+i] = Task{ID: m.Name, State: MetaState(m)}
+				out[from+i] = tesv1.Task{ID: m.Name, State: MetaState(m)}
 				continue
 			}
 			wg.Add(1)

@@ -28,6 +28,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // sink receives the CloudEvents the API posts.
@@ -89,7 +90,7 @@ func newAPITestWith(t *testing.T, auth Authenticator) *apiTest {
 		Client: client,
 		Events: ce,
 		Config: Config{Namespace: "tes", Sink: hs.URL, Steps: cfg,
-			Info: ServiceInfo{ID: "org.example.tes", Name: "TES", Organization: Organization{Name: "Example", URL: "https://example.org"}, Version: "1.0"}},
+			Info: tesv1.ServiceInfo{ID: "org.example.tes", Name: "TES", Organization: tesv1.Organization{Name: "Example", URL: "https://example.org"}, Version: "1.0"}},
 		Auth: auth,
 		Log:  zap.NewNop().Sugar(),
 	}
@@ -187,7 +188,7 @@ func TestGetViews(t *testing.T) {
 	id := body["id"].(string)
 
 	code, min := a.do(http.MethodGet, "/tasks/"+id, "")
-	if code != http.StatusOK || len(min) != 2 || min["id"] != id || min["state"] != steps.StateQueued {
+	if code != http.StatusOK || len(min) != 2 || min["id"] != id || min["state"] != tesv1.StateQueued {
 		t.Errorf("MINIMAL: %d %v", code, min)
 	}
 	_, basic := a.do(http.MethodGet, "/tasks/"+id+"?view=BASIC", "")
@@ -235,7 +236,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("events %v", evs)
 	}
 	// Ended: 200, nothing changes, no event.
-	cm.Annotations[taskmeta.AnnotationState] = steps.StateComplete
+	cm.Annotations[taskmeta.AnnotationState] = tesv1.StateComplete
 	delete(cm.Labels, taskmeta.LabelStatus)
 	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -321,7 +322,7 @@ func TestPageNewestFirstWithoutDuplicatesOrGaps(t *testing.T) {
 func TestListFilters(t *testing.T) {
 	all := []metav1.ObjectMeta{
 		meta("task-00000001", 1, map[string]string{taskmeta.AnnotationTaskName: "align-1", AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
-		meta("task-00000002", 2, map[string]string{taskmeta.AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: steps.StateComplete}),
+		meta("task-00000002", 2, map[string]string{taskmeta.AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: tesv1.StateComplete}),
 		meta("task-00000003", 3, map[string]string{taskmeta.AnnotationTaskName: "call-1", AnnotationTags: `{"foo":""}`}),
 		meta("task-00000004", 4, map[string]string{taskmeta.AnnotationTaskName: "call-2"}),
 		{Name: "other", Labels: map[string]string{"app": "x"}},
@@ -389,11 +390,11 @@ func TestMetaState(t *testing.T) {
 		labels map[string]string
 		want   string
 	}{
-		{nil, nil, steps.StateQueued},
-		{map[string]string{taskmeta.AnnotationProgress: `{"parts":["pvc","inputs-filer","ex-00"],"started":["pvc","inputs-filer"]}`}, nil, steps.StateInitializing},
-		{map[string]string{taskmeta.AnnotationProgress: `{"parts":["ex-00"],"started":["ex-00"]}`}, nil, steps.StateRunning},
-		{nil, map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}, steps.StateCanceling},
-		{map[string]string{taskmeta.AnnotationState: steps.StateCanceled}, map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}, steps.StateCanceled},
+		{nil, nil, tesv1.StateQueued},
+		{map[string]string{taskmeta.AnnotationProgress: `{"parts":["pvc","inputs-filer","ex-00"],"started":["pvc","inputs-filer"]}`}, nil, tesv1.StateInitializing},
+		{map[string]string{taskmeta.AnnotationProgress: `{"parts":["ex-00"],"started":["ex-00"]}`}, nil, tesv1.StateRunning},
+		{nil, map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}, tesv1.StateCanceling},
+		{map[string]string{taskmeta.AnnotationState: tesv1.StateCanceled}, map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}, tesv1.StateCanceled},
 	}
 	for i, c := range cases {
 		m := meta("task-1", 1, c.ann)
@@ -484,7 +485,7 @@ func TestTaskLogFromJobsAndPods(t *testing.T) {
 		}
 	}
 	_, basic := a.do(http.MethodGet, "/tasks/"+id+"?view=BASIC", "")
-	if basic["state"] != steps.StateRunning {
+	if basic["state"] != tesv1.StateRunning {
 		t.Errorf("state %v", basic["state"])
 	}
 	logs := basic["logs"].([]any)[0].(map[string]any)["logs"].([]any)
@@ -568,8 +569,8 @@ func TestListStateFilterAgreesWithGet(t *testing.T) {
 	}}})
 	a.withMetadata()
 	want := map[string][]string{
-		steps.StateQueued:  {fresh, waiting},
-		steps.StateRunning: {running},
+		tesv1.StateQueued:  {fresh, waiting},
+		tesv1.StateRunning: {running},
 	}
 	for _, id := range []string{waiting, running, fresh} {
 		if _, got := a.do(http.MethodGet, "/tasks/"+id, ""); !slices.Contains(want[got["state"].(string)], id) {

@@ -29,6 +29,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 func main() {
@@ -112,11 +113,11 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 		return fallback
 	}
 	cfg := tes.Config{
-		Info: tes.ServiceInfo{
+		Info: tesv1.ServiceInfo{
 			ID:               def("TES_SERVICE_ID", "org.ga4gh.tesk-knative"),
 			Name:             def("TES_SERVICE_NAME", "TESK on Knative"),
 			Description:      def("TES_SERVICE_DESCRIPTION", "GA4GH TES on Kubernetes, each task's steps run as Knative events"),
-			Organization:     tes.Organization{Name: def("TES_ORGANIZATION_NAME", "ELIXIR Cloud & AAI"), URL: def("TES_ORGANIZATION_URL", "https://elixir-cloud.dcc.sib.swiss")},
+			Organization:     tesv1.Organization{Name: def("TES_ORGANIZATION_NAME", "ELIXIR Cloud & AAI"), URL: def("TES_ORGANIZATION_URL", "https://elixir-cloud.dcc.sib.swiss")},
 			ContactURL:       def("TES_CONTACT_URL", ""),
 			DocumentationURL: def("TES_DOCUMENTATION_URL", "https://github.com/elixir-cloud-aai/tesk-knative"),
 			Environment:      def("TES_ENVIRONMENT", ""),

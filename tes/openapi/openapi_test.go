@@ -16,6 +16,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/openapi"
 	"github.com/elixir-cloud-aai/tesk-knative/test/apicheck"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 func server(t *testing.T) (*httptest.Server, *echo.Echo) {
@@ -24,7 +25,7 @@ func server(t *testing.T) (*httptest.Server, *echo.Echo) {
 	cfg.Namespace = "tes"
 	s := &tes.Server{Client: fake.NewSimpleClientset(), Log: zap.NewNop().Sugar(),
 		Config: tes.Config{Namespace: "tes", Steps: cfg,
-			Info: tes.ServiceInfo{ID: "org.example.tes", Name: "TES", Organization: tes.Organization{Name: "Example", URL: "https://example.org"}, Version: "1.0"}}}
+			Info: tesv1.ServiceInfo{ID: "org.example.tes", Name: "TES", Organization: tesv1.Organization{Name: "Example", URL: "https://example.org"}, Version: "1.0"}}}
 	e := s.Echo()
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)

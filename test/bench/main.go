@@ -42,6 +42,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 var (
@@ -428,9 +429,9 @@ func runTask(url, ns, task string) error {
 			_ = json.NewDecoder(resp.Body).Decode(&v)
 			resp.Body.Close()
 			switch v.State {
-			case steps.StateComplete:
+			case tesv1.StateComplete:
 				return nil
-			case steps.StateExecutorError, steps.StateSystemError:
+			case tesv1.StateExecutorError, tesv1.StateSystemError:
 				return fmt.Errorf("task %s ended %s", task, v.State)
 			}
 		}

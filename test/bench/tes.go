@@ -25,6 +25,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // apiCounter counts the API requests of the TES API and the bytes it reads.
@@ -87,7 +88,7 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = ns
 	srv := &tes.Server{Client: client, Metadata: md, Log: zap.NewNop().Sugar(),
-		Config: tes.Config{Namespace: ns, Steps: cfg, Info: tes.ServiceInfo{ID: "bench", Name: "bench", Version: "1"}}}
+		Config: tes.Config{Namespace: ns, Steps: cfg, Info: tesv1.ServiceInfo{ID: "bench", Name: "bench", Version: "1"}}}
 	hs := httptest.NewServer(srv.Echo())
 	defer hs.Close()
 	api := hs.URL + tes.BasePath
@@ -137,7 +138,7 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 	var create, getMin, getFull figure
 	ids := make([]string, 0, n)
 	for i := 0; i < n; i++ {
-		var r tes.CreateTaskResponse
+		var r tesv1.CreateTaskResponse
 		if err := measure(&create, func() error { return call(http.MethodPost, api+"/tasks", task, &r) }); err != nil {
 			return err
 		}
@@ -176,10 +177,10 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 	fmt.Printf("\n== TES API: a page of 256 in a namespace of %d tasks (created in %.1fs)\n", total, time.Since(begin).Seconds())
 	page := &TESPageSummary{Tasks: total}
 	sum.TESPage = page
-	for _, v := range []string{tes.ViewMinimal, tes.ViewBasic} {
+	for _, v := range []string{tesv1.ViewMinimal, tesv1.ViewBasic} {
 		var f figure
 		for i := 0; i < 7; i++ {
-			var r tes.ListTasksResponse
+			var r tesv1.ListTasksResponse
 			if err := measure(&f, func() error { return call(http.MethodGet, api+"/tasks?page_size=256&view="+v, nil, &r) }); err != nil {
 				return err
 			}
@@ -188,7 +189,7 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 			}
 		}
 		fmt.Printf("  list %-7s: %s  API requests %s  KiB read %s\n", v, pct(f.ds), ipct(f.requests), ipct(f.bytes))
-		if v == tes.ViewMinimal {
+		if v == tesv1.ViewMinimal {
 			page.Minimal = fig(f)
 		} else {
 			page.Basic = fig(f)
@@ -207,8 +208,8 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 }
 
 func createTESAnchors(ctx context.Context, c *cluster.Cluster, ns string, from, to int) error {
-	t := &tes.Task{Name: "bulk", Tags: tes.TagMap{"k": "v"},
-		Executors: []tes.Executor{{Image: "alpine", Command: []string{"true"}}}}
+	t := &tesv1.Task{Name: "bulk", Tags: tesv1.TagMap{"k": "v"},
+		Executors: []tesv1.Executor{{Image: "alpine", Command: []string{"true"}}}}
 	idx := make(chan int)
 	var first error
 	var mu sync.Mutex

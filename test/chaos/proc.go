@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // service is a binary of the product (the handler or the TES API) that the
@@ -138,7 +139,7 @@ func (r *run) submit(ctx context.Context, tesURL string, t Task) (string, error)
 	if err != nil {
 		return "", err
 	}
-	var created tes.CreateTaskResponse
+	var created tesv1.CreateTaskResponse
 	if err := r.tesCall(ctx, http.MethodPost, tesURL+tes.BasePath+"/tasks", body, &created); err != nil {
 		return "", fmt.Errorf("submit %s: %w", t.Name, err)
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 func main() {
@@ -126,7 +127,7 @@ func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3s
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	fmt.Printf("%s\n", bytes.TrimSpace(body))
-	var created tes.CreateTaskResponse
+	var created tesv1.CreateTaskResponse
 	if err := json.Unmarshal(body, &created); err != nil || resp.StatusCode != http.StatusOK || created.ID == "" {
 		return fmt.Errorf("create: %s: %s", resp.Status, body)
 	}
@@ -139,7 +140,7 @@ func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3s
 			return nil
 		case <-time.After(200 * time.Millisecond):
 		}
-		var v tes.Task
+		var v tesv1.Task
 		if err := getJSON(api+"/tasks/"+id, &v); err != nil {
 			return err
 		}
@@ -148,14 +149,14 @@ func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3s
 			fmt.Printf("%6.1fs  %-14s %s\n", time.Since(start).Seconds(), v.State, jobs)
 			lastState, lastJobs = v.State, jobs
 		}
-		if tes.IsFinal(v.State) {
-			var full tes.Task
+		if tesv1.IsFinal(v.State) {
+			var full tesv1.Task
 			if err := getJSON(api+"/tasks/"+id+"?view=FULL", &full); err != nil {
 				return err
 			}
 			out, _ := json.MarshalIndent(full, "", "  ")
 			fmt.Printf("\n$ curl -sS '%s/tasks/%s?view=FULL'\n%s\n", api, id, out)
-			if v.State != steps.StateComplete {
+			if v.State != tesv1.StateComplete {
 				return fmt.Errorf("the example task ended %s", v.State)
 			}
 			if store != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The dashboard's tests drive headless Chromium (Debian's package, make
@@ -338,19 +339,19 @@ func TestDashboardTaskPage(t *testing.T) {
 		"executors": []any{map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "3600"}}}})
 	cancelled := api.create(map[string]any{"name": "call-variants-old", "tags": map[string]any{"project": "demo"},
 		"executors": []any{map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "3600"}}}})
-	api.waitState(cancelled, steps.StateRunning, 90*time.Second)
+	api.waitState(cancelled, tesv1.StateRunning, 90*time.Second)
 	if code, body := api.do(http.MethodPost, "/tasks/"+cancelled+":cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, body)
 	}
-	api.waitState(id, steps.StateComplete, 90*time.Second)
-	api.waitState(failing, steps.StateExecutorError, 90*time.Second)
-	api.waitState(running, steps.StateRunning, 90*time.Second)
-	api.waitState(cancelled, steps.StateCanceled, 90*time.Second)
+	api.waitState(id, tesv1.StateComplete, 90*time.Second)
+	api.waitState(failing, tesv1.StateExecutorError, 90*time.Second)
+	api.waitState(running, tesv1.StateRunning, 90*time.Second)
+	api.waitState(cancelled, tesv1.StateCanceled, 90*time.Second)
 
 	p := newPage(t, b, api)
 	p.open("#/tasks/" + id)
 	p.waitFor("the task page", `document.querySelector('main[data-ready="task"]')`, 30*time.Second)
-	if got := p.str(`document.querySelector('.taskhead .state').dataset.state`); got != steps.StateComplete {
+	if got := p.str(`document.querySelector('.taskhead .state').dataset.state`); got != tesv1.StateComplete {
 		t.Errorf("the page shows state %s", got)
 	}
 	codes := eval[[]string](p, `[...document.querySelectorAll('.executor')].map(e => e.dataset.exitCode)`)
@@ -430,7 +431,7 @@ func TestDashboardCancel(t *testing.T) {
 	api := newTESAPI(t, e, e.url)
 	b := browser(t)
 	id := api.create(map[string]any{"name": "to-cancel", "executors": []any{map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "3600"}}}})
-	api.waitState(id, steps.StateRunning, 60*time.Second)
+	api.waitState(id, tesv1.StateRunning, 60*time.Second)
 	p := newPage(t, b, api)
 	p.open("#/tasks/" + id)
 	p.waitFor("the running task", `document.querySelector('.taskhead .state[data-state="RUNNING"]')`, 30*time.Second)
@@ -439,13 +440,13 @@ func TestDashboardCancel(t *testing.T) {
 	// Keeping it running changes nothing.
 	p.click("#cancel-no")
 	time.Sleep(500 * time.Millisecond)
-	if s := api.get(id, tes.ViewMinimal)["state"]; s != steps.StateRunning {
+	if s := api.get(id, tesv1.ViewMinimal)["state"]; s != tesv1.StateRunning {
 		t.Fatalf("after 'keep it running': %v", s)
 	}
 	p.click("#cancel")
 	p.click("#cancel-yes")
 	p.waitFor("CANCELED on the page", `document.querySelector('.taskhead .state[data-state="CANCELED"]')`, 60*time.Second)
-	if s := api.get(id, tes.ViewMinimal)["state"]; s != steps.StateCanceled {
+	if s := api.get(id, tesv1.ViewMinimal)["state"]; s != tesv1.StateCanceled {
 		t.Errorf("the API says %v", s)
 	}
 	if p.str(`document.querySelector('#cancel').disabled`) != "true" {
@@ -462,8 +463,8 @@ func TestDashboardFailingTaskShowsItsReason(t *testing.T) {
 	api := newTESAPI(t, e, e.url)
 	b := browser(t)
 	id := api.create(map[string]any{"name": "fails", "executors": []any{map[string]any{"image": "fate.tesk.test/fail:3", "command": []any{"false"}}}})
-	api.waitState(id, steps.StateExecutorError, 60*time.Second)
-	full := api.get(id, tes.ViewFull)
+	api.waitState(id, tesv1.StateExecutorError, 60*time.Second)
+	full := api.get(id, tesv1.ViewFull)
 	sys := full["logs"].([]any)[0].(map[string]any)["system_logs"].([]any)
 	p := newPage(t, b, api)
 	p.open("#/tasks/" + id)
@@ -513,7 +514,7 @@ func TestDashboardGoneTaskAndUnreachableAPI(t *testing.T) {
 	if got := p.str(`document.querySelector('#list-error').innerText`); !strings.Contains(got, "cannot be reached") {
 		t.Errorf("with the API down the page shows %q", got)
 	}
-	if got := p.str(rowState(other)); got != steps.StateQueued {
+	if got := p.str(rowState(other)); got != tesv1.StateQueued {
 		t.Errorf("the row of %s shows %s, want the state it had", other, got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The fault paths of behaviour §8 against real rejections: a
@@ -130,7 +131,7 @@ func TestFailRejectedByPolicyDeletesJob(t *testing.T) {
 	e.denyHandler(admissionv1.Update)
 	task := "task-vapfail01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, map[string]string{fateResult: "ErrImagePull"}, nil))))
-	v := e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	v := e.sweepUntil(task, tesv1.StateSystemError, 40*time.Second)
 	if logs := systemLogs(v); !strings.Contains(logs, "denied by the test's admission policy") || !strings.Contains(logs, "deleted instead") {
 		t.Errorf("system_logs %q should say the API server rejected failing the job, so it was deleted", logs)
 	}
@@ -159,7 +160,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 	if code, body := e.post("task.cancelled", map[string]any{"task": task}); code != http.StatusOK {
 		t.Fatalf("task.cancelled: %d %s", code, body)
 	}
-	v := e.waitState(task, steps.StateCanceled, 30*time.Second)
+	v := e.waitState(task, tesv1.StateCanceled, 30*time.Second)
 	if logs := systemLogs(v); !strings.HasPrefix(logs, "Task cancelled\n") || !strings.Contains(logs, "Deleting job '"+task+"-ex-00' was rejected") {
 		t.Errorf("system_logs %q should say the task was cancelled and name the kept job", logs)
 	}
@@ -182,7 +183,7 @@ func TestUnschedulableWhenDeletingIsRejected(t *testing.T) {
 	c := ex["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	c["resources"] = map[string]any{"requests": map[string]any{"cpu": "500"}}
 	e.submit(task, noIO(taskJSON(ex)))
-	v := e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	v := e.sweepUntil(task, tesv1.StateSystemError, 40*time.Second)
 	logs := systemLogs(v)
 	if !strings.Contains(logs, "wasn't scheduled within 2 s") || !strings.Contains(logs, "Insufficient cpu") || !strings.Contains(logs, "was rejected") {
 		t.Errorf("system_logs %q should give the scheduler's message and say the deletion was rejected", logs)
@@ -213,11 +214,11 @@ func TestCancelWithAJobStuckTerminating(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = shared.Client.BatchV1().Jobs(e.ns).Patch(context.Background(), name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{})
 	})
-	if code, body := e.post("task.cancelled", map[string]any{"task": task}); code != http.StatusOK || !strings.Contains(body, steps.StateCanceling) {
+	if code, body := e.post("task.cancelled", map[string]any{"task": task}); code != http.StatusOK || !strings.Contains(body, tesv1.StateCanceling) {
 		t.Fatalf("task.cancelled: %d %s, want CANCELING", code, body)
 	}
 	start := time.Now()
-	v := e.sweepUntil(task, steps.StateCanceled, 40*time.Second)
+	v := e.sweepUntil(task, tesv1.StateCanceled, 40*time.Second)
 	if waited := time.Since(start); waited < 2*time.Second {
 		t.Errorf("CANCELED after %v, before the pod timeout (3 s) since the deletion", waited)
 	}

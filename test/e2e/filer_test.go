@@ -22,6 +22,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // manualImage makes kwok leave a pod to the test, which plays its kubelet.
@@ -89,7 +90,7 @@ func TestRealFilerThroughS3(t *testing.T) {
 	}()
 
 	e.submit(task, spec)
-	v := e.waitState(task, steps.StateComplete, taskTimeout)
+	v := e.waitState(task, tesv1.StateComplete, taskTimeout)
 	stop()
 	if err := <-kubeletErr; err != nil {
 		t.Fatal(err)

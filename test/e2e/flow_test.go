@@ -19,6 +19,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 const taskTimeout = 90 * time.Second
@@ -35,7 +36,7 @@ func TestTaskCompletesPastIgnoredError(t *testing.T) {
 		executor(task, 1, fail(3), map[string]string{"ignore-error": "true"}),
 		executor(task, 2, nil, nil),
 	))
-	v := e.waitState(task, steps.StateComplete, taskTimeout)
+	v := e.waitState(task, tesv1.StateComplete, taskTimeout)
 
 	e.waitFor("the PVC to be deleted", 10*time.Second, func() bool { return e.pvcGone(task) })
 	failed, err := e.job(task + "-ex-01")
@@ -69,7 +70,7 @@ func TestTaskCompletesPastIgnoredError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Annotations[taskmeta.AnnotationState] != steps.StateComplete {
+	if cm.Annotations[taskmeta.AnnotationState] != tesv1.StateComplete {
 		t.Errorf("final state on the anchor: %q", cm.Annotations[taskmeta.AnnotationState])
 	}
 	// The jobs and PVC are owned by the anchor.
@@ -90,7 +91,7 @@ func TestExecutorFailureStopsTask(t *testing.T) {
 		executor(task, 0, fail(2), nil),
 		executor(task, 1, nil, nil),
 	))
-	v := e.waitState(task, steps.StateExecutorError, taskTimeout)
+	v := e.waitState(task, tesv1.StateExecutorError, taskTimeout)
 	if _, err := e.job(task + "-ex-01"); !apierrors.IsNotFound(err) {
 		t.Errorf("a later executor was created: %v", err)
 	}
@@ -128,7 +129,7 @@ func TestDuplicateEventsCreateNothingTwice(t *testing.T) {
 	spec := taskJSON(executor(task, 0, nil, nil), executor(task, 1, nil, nil))
 	e.submit(task, spec)
 	e.submit(task, spec)
-	e.waitState(task, steps.StateComplete, taskTimeout)
+	e.waitState(task, tesv1.StateComplete, taskTimeout)
 	time.Sleep(time.Second) // late duplicates
 	want := []string{task + "-inputs-filer", task + "-ex-00", task + "-ex-01", task + "-outputs-filer"}
 	got := adds.snapshot()
@@ -155,7 +156,7 @@ func TestDeletedJobIsNotRecreated(t *testing.T) {
 	if err := shared.Client.BatchV1().Jobs(e.ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
 	}
-	v := e.waitState(task, steps.StateSystemError, 30*time.Second)
+	v := e.waitState(task, tesv1.StateSystemError, 30*time.Second)
 	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "deleted") {
 		t.Errorf("system_logs %v should say the job was deleted", v.Logs[0].SystemLogs)
 	}
@@ -225,7 +226,7 @@ func TestMalformedEventsChangeNothing(t *testing.T) {
 	}
 	for task, why := range map[string]string{"task-c": "cannot unmarshal", "task-d": "no executors"} {
 		v, _ := e.view(task)
-		if v.State != steps.StateSystemError || !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), why) {
+		if v.State != tesv1.StateSystemError || !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), why) {
 			t.Errorf("%s: %s %v, want SYSTEM_ERROR saying %q", task, v.State, v.Logs[0].SystemLogs, why)
 		}
 	}
@@ -239,7 +240,7 @@ func TestWildcardAtRootIsRefused(t *testing.T) {
 	spec := taskJSON(executor(task, 0, nil, nil))
 	spec["outputs"] = []any{map[string]any{"url": "s3://results/", "path": "/*.txt", "path_prefix": "/", "type": "FILE"}}
 	e.submit(task, spec)
-	v := e.waitState(task, steps.StateSystemError, 10*time.Second)
+	v := e.waitState(task, tesv1.StateSystemError, 10*time.Second)
 	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "first component") {
 		t.Errorf("system_logs %v should say why", v.Logs[0].SystemLogs)
 	}
@@ -258,7 +259,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	task := "task-events01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, nil, nil), executor(task, 1, fail(3), nil))))
-	e.waitState(task, steps.StateExecutorError, 30*time.Second)
+	e.waitState(task, tesv1.StateExecutorError, 30*time.Second)
 	want := []string{steps.EventStarted, steps.EventJobCreate, steps.EventJobCreate, steps.EventEnded}
 	var got []string
 	e.waitFor("the anchor's Events", 20*time.Second, func() bool {

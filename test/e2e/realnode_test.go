@@ -27,6 +27,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The real node's tests run on a cluster of their own whose only node is a
@@ -294,7 +295,7 @@ func TestRealNodeExitCodes(t *testing.T) {
 	t.Run("exit 3", func(t *testing.T) {
 		task := "task-realexit3"
 		e.submit(task, noIO(taskJSON(realExecutor(task, 0, "busybox", "echo failing; exit 3"), realExecutor(task, 1, "busybox", "echo never"))))
-		v := e.waitState(task, steps.StateExecutorError, 3*time.Minute)
+		v := e.waitState(task, tesv1.StateExecutorError, 3*time.Minute)
 		if n := len(v.Logs[0].Logs); n != 1 || v.Logs[0].Logs[0].ExitCode == nil || *v.Logs[0].Logs[0].ExitCode != 3 {
 			t.Errorf("executor logs %+v, want one with exit code 3", v.Logs[0].Logs)
 		}
@@ -310,7 +311,7 @@ func TestRealNodeExitCodes(t *testing.T) {
 		first := realExecutor(task, 0, "busybox", "exit 1")
 		first["metadata"].(map[string]any)["annotations"] = map[string]any{"ignore-error": "true"}
 		e.submit(task, noIO(taskJSON(first, realExecutor(task, 1, "ubuntu", "echo after"))))
-		v := e.waitState(task, steps.StateComplete, 3*time.Minute)
+		v := e.waitState(task, tesv1.StateComplete, 3*time.Minute)
 		var codes []int32
 		for _, l := range v.Logs[0].Logs {
 			if l.ExitCode != nil {
@@ -367,7 +368,7 @@ func TestRealNodePodsThatCannotStart(t *testing.T) {
 				return false
 			})
 			t.Logf("kubelet: %s", seen)
-			v := e.sweepUntil(task, steps.StateExecutorError, time.Minute)
+			v := e.sweepUntil(task, tesv1.StateExecutorError, time.Minute)
 			e.checkFailedByService(task + "-ex-00")
 			if msg := strings.Join(v.Logs[0].SystemLogs, " "); !strings.Contains(msg, task+"-ex-00") {
 				t.Errorf("system_logs %v", v.Logs[0].SystemLogs)
@@ -401,7 +402,7 @@ func TestRealNodeCancelStopsTheContainer(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("task.cancelled: %d %s", code, body)
 	}
-	e.waitState(task, steps.StateCanceled, 2*time.Minute)
+	e.waitState(task, tesv1.StateCanceled, 2*time.Minute)
 	e.waitFor("the executor's pod to be gone", 2*time.Minute, func() bool {
 		_, err := e.c.Client.CoreV1().Pods(e.ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
@@ -431,7 +432,7 @@ func TestRealNodeMemoryLimitIsTheRequest(t *testing.T) {
 		"cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max")
 	containerOf(ex)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "96Mi"}}
 	e.submit(task, noIO(taskJSON(ex)))
-	e.waitState(task, steps.StateComplete, 3*time.Minute)
+	e.waitState(task, tesv1.StateComplete, 3*time.Minute)
 	got := strings.TrimSpace(e.jobLog(task + "-ex-00"))
 	if want := strconv.Itoa(96 << 20); got != want {
 		t.Errorf("the container's memory limit is %s, want %s (its request)", got, want)
@@ -465,7 +466,7 @@ func TestRealNodeUnreachableInput(t *testing.T) {
 	spec["inputs"] = []any{map[string]any{"name": "in", "url": url, "path": "/data/in/missing.txt", "type": "FILE"}}
 	delete(spec, "outputs")
 	e.submit(task, spec)
-	e.waitState(task, steps.StateSystemError, 3*time.Minute)
+	e.waitState(task, tesv1.StateSystemError, 3*time.Minute)
 	log := e.jobLog(task + "-inputs-filer")
 	if !strings.Contains(log, l.Addr().String()) || !strings.Contains(strings.ToLower(log), "refused") {
 		t.Errorf("the inputs filer's log does not say why:\n%s", log)
@@ -497,7 +498,7 @@ func TestRealNodeHardenedExecutor(t *testing.T) {
 	t.Run("the defaults: the image's root, no capabilities, no token", func(t *testing.T) {
 		task := "task-realhardened"
 		e.submit(task, withVolume(taskJSON(realExecutor(task, 0, "busybox", probe))))
-		e.waitState(task, steps.StateComplete, 3*time.Minute)
+		e.waitState(task, tesv1.StateComplete, 3*time.Minute)
 		want := "0\nCapEff: 0000000000000000\nNoNewPrivs: 1\nSeccomp: 2\nno-token\ndata\n"
 		if log := e.jobLog(task + "-ex-00"); log != want {
 			t.Errorf("log %q, want %q", log, want)
@@ -512,7 +513,7 @@ func TestRealNodeHardenedExecutor(t *testing.T) {
 		ex := realExecutor(task, 0, "busybox", "id -u; grep '^CapEff:' /proc/self/status | tr -s '\t' ' '")
 		containerOf(ex)["securityContext"] = map[string]any{"runAsUser": 1000}
 		e.submit(task, noIO(taskJSON(ex)))
-		e.waitState(task, steps.StateComplete, 3*time.Minute)
+		e.waitState(task, tesv1.StateComplete, 3*time.Minute)
 		if log := e.jobLog(task + "-ex-00"); log != "1000\nCapEff: 0000000000000000\n" {
 			t.Errorf("log %q", log)
 		}
@@ -525,7 +526,7 @@ func TestRealNodeHardenedExecutor(t *testing.T) {
 		})
 		task := "task-realnonroot"
 		nonRoot.submit(task, noIO(taskJSON(realExecutor(task, 0, "busybox", "echo never"))))
-		v := nonRoot.sweepUntil(task, steps.StateExecutorError, 3*time.Minute)
+		v := nonRoot.sweepUntil(task, tesv1.StateExecutorError, 3*time.Minute)
 		if msg := strings.Join(v.Logs[0].SystemLogs, " "); !strings.Contains(msg, "CreateContainerConfigError") {
 			t.Errorf("system_logs %q, want CreateContainerConfigError", msg)
 		}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/rbacaudit"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // TestRolesAreExactlyWhatIsUsed: the Roles of config/knative grant exactly
@@ -96,8 +96,8 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 
 	// A TES task with an input, executors and an output.
 	done := api.create(demoTask("roles"))
-	api.waitState(done, steps.StateComplete, 60*time.Second)
-	full := api.get(done, tes.ViewFull)
+	api.waitState(done, tesv1.StateComplete, 60*time.Second)
+	full := api.get(done, tesv1.ViewFull)
 	if ex := full["logs"].([]any)[0].(map[string]any)["logs"].([]any); len(ex) == 0 || ex[0].(map[string]any)["stdout"] == "" {
 		t.Errorf("FULL: no executor's stdout: %v", full["logs"])
 	}
@@ -117,7 +117,7 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	// kept.
 	kept := "task-roles-keep"
 	e.submit(kept, taskJSON(executor(kept, 0, fail(1), nil)))
-	e.waitState(kept, steps.StateExecutorError, taskTimeout)
+	e.waitState(kept, tesv1.StateExecutorError, taskTimeout)
 	e.waitFor("the PVC to be released", 20*time.Second, func() bool {
 		pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, taskmeta.PVCName(kept), metav1.GetOptions{})
 		return err == nil && pvc.DeletionTimestamp == nil && len(pvc.OwnerReferences) == 0
@@ -129,7 +129,7 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	if code, body := api.do(http.MethodPost, "/tasks/"+cancelled+":cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, body)
 	}
-	api.waitState(cancelled, steps.StateCanceled, 60*time.Second)
+	api.waitState(cancelled, tesv1.StateCanceled, 60*time.Second)
 	e.waitFor("the running job to be deleted", 20*time.Second, func() bool {
 		_, err := e.job(cancelled + "-ex-00")
 		return apierrors.IsNotFound(err)

@@ -35,6 +35,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
 	"github.com/elixir-cloud-aai/tesk-knative/test/apicheck"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // tesAPI is the TES API serving an env's namespace under the Role of
@@ -93,7 +94,7 @@ func newTESAPIDashboard(t *testing.T, e *env, sink string, o tesAPIOptions) *tes
 	s := &tes.Server{
 		Client: client, Metadata: md,
 		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: o.LogTailBytes,
-			Info: tes.ServiceInfo{ID: "test.tes", Name: "TES", Organization: tes.Organization{Name: "test", URL: "https://example.org"}, Version: "1"}},
+			Info: tesv1.ServiceInfo{ID: "test.tes", Name: "TES", Organization: tesv1.Organization{Name: "test", URL: "https://example.org"}, Version: "1"}},
 		Auth: o.Auth,
 		Log:  zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar().Named("tes"),
 	}
@@ -186,10 +187,10 @@ func checkTaskBody(t *testing.T, m map[string]any, view string) {
 	if _, ok := m["id"].(string); !ok {
 		t.Errorf("no id: %v", m)
 	}
-	if s, _ := m["state"].(string); !contains(tes.States, s) {
+	if s, _ := m["state"].(string); !contains(tesv1.States, s) {
 		t.Errorf("state %v is not a tesState", m["state"])
 	}
-	if view == tes.ViewMinimal {
+	if view == tesv1.ViewMinimal {
 		if len(m) != 2 {
 			t.Errorf("MINIMAL has more than id and state: %v", m)
 		}
@@ -207,7 +208,7 @@ func checkTaskBody(t *testing.T, m map[string]any, view string) {
 		if _, ok := tl["outputs"].([]any); !ok {
 			t.Errorf("%s: task log without a list of outputs: %v", view, tl)
 		}
-		if _, ok := tl["system_logs"]; ok && view == tes.ViewBasic {
+		if _, ok := tl["system_logs"]; ok && view == tesv1.ViewBasic {
 			t.Errorf("BASIC has system_logs")
 		}
 		for _, el := range tl["logs"].([]any) {
@@ -215,12 +216,12 @@ func checkTaskBody(t *testing.T, m map[string]any, view string) {
 			if _, ok := e["exit_code"].(float64); !ok {
 				t.Errorf("%s: executor log without exit_code: %v", view, e)
 			}
-			if view == tes.ViewBasic && (e["stdout"] != nil || e["stderr"] != nil) {
+			if view == tesv1.ViewBasic && (e["stdout"] != nil || e["stderr"] != nil) {
 				t.Errorf("BASIC has stdout or stderr: %v", e)
 			}
 		}
 	}
-	if view == tes.ViewBasic {
+	if view == tesv1.ViewBasic {
 		ins, _ := m["inputs"].([]any)
 		for _, in := range ins {
 			if _, ok := in.(map[string]any)["content"]; ok {
@@ -244,7 +245,7 @@ func (a *tesAPI) waitState(id, want string, timeout time.Duration) map[string]an
 	deadline := time.Now().Add(timeout)
 	var last map[string]any
 	for time.Now().Before(deadline) {
-		last = a.get(id, tes.ViewMinimal)
+		last = a.get(id, tesv1.ViewMinimal)
 		if last["state"] == want {
 			return last
 		}
@@ -281,9 +282,9 @@ func TestTESTaskRunsToComplete(t *testing.T) {
 	}
 	t.Cleanup(stop)
 	id := api.create(demoTask("demo-1"))
-	api.waitState(id, steps.StateComplete, 60*time.Second)
+	api.waitState(id, tesv1.StateComplete, 60*time.Second)
 
-	basic := api.get(id, tes.ViewBasic)
+	basic := api.get(id, tesv1.ViewBasic)
 	if basic["name"] != "demo-1" || basic["description"] != "upper-cases a greeting" || basic["creation_time"] == nil {
 		t.Errorf("BASIC: %v", basic)
 	}
@@ -294,7 +295,7 @@ func TestTESTaskRunsToComplete(t *testing.T) {
 	if logs["start_time"] == nil || logs["end_time"] == nil {
 		t.Errorf("BASIC task log times: %v", logs)
 	}
-	full := api.get(id, tes.ViewFull)
+	full := api.get(id, tesv1.ViewFull)
 	if full["inputs"].([]any)[0].(map[string]any)["content"] != "hello\n" {
 		t.Errorf("FULL: input content %v", full["inputs"])
 	}
@@ -318,7 +319,7 @@ func TestTESTaskRunsToComplete(t *testing.T) {
 	if code, body := api.do(http.MethodPost, "/tasks/"+id+":cancel", nil); code != http.StatusOK || string(body) != "{}\n" {
 		t.Errorf("cancel of an ended task: %d %s", code, body)
 	}
-	if s := api.get(id, tes.ViewMinimal)["state"]; s != steps.StateComplete {
+	if s := api.get(id, tesv1.ViewMinimal)["state"]; s != tesv1.StateComplete {
 		t.Errorf("after cancel: %v", s)
 	}
 }
@@ -328,8 +329,8 @@ func TestTESExecutorError(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	api := newTESAPI(t, e, e.url)
 	id := api.create(map[string]any{"executors": []any{map[string]any{"image": "fate.tesk.test/fail:3", "command": []any{"false"}}}})
-	api.waitState(id, steps.StateExecutorError, 60*time.Second)
-	full := api.get(id, tes.ViewFull)
+	api.waitState(id, tesv1.StateExecutorError, 60*time.Second)
+	full := api.get(id, tesv1.ViewFull)
 	tl := full["logs"].([]any)[0].(map[string]any)
 	if ex := tl["logs"].([]any); len(ex) != 1 || ex[0].(map[string]any)["exit_code"] != 3.0 {
 		t.Errorf("executor logs %v", tl["logs"])
@@ -350,7 +351,7 @@ func TestTESCancel(t *testing.T) {
 	if code, body := api.do(http.MethodPost, "/tasks/"+id+":cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, body)
 	}
-	api.waitState(id, steps.StateCanceled, 60*time.Second)
+	api.waitState(id, tesv1.StateCanceled, 60*time.Second)
 	if _, err := e.job(id + "-ex-00"); err == nil {
 		t.Errorf("the running executor's job is still there")
 	}
@@ -371,12 +372,12 @@ func TestTESLostSubmissionStartedBySweep(t *testing.T) {
 	api := newTESAPI(t, e, dead.URL)
 	id := api.create(map[string]any{"executors": []any{map[string]any{"image": "ubuntu:24.04", "command": []any{"true"}}}})
 	e.sweep()
-	if s := api.get(id, tes.ViewMinimal)["state"]; s != steps.StateQueued {
+	if s := api.get(id, tesv1.ViewMinimal)["state"]; s != tesv1.StateQueued {
 		t.Fatalf("within the grace: %v, want QUEUED", s)
 	}
 	time.Sleep(steps.APIStartGrace + time.Second)
 	e.sweep()
-	api.waitState(id, steps.StateComplete, 60*time.Second)
+	api.waitState(id, tesv1.StateComplete, 60*time.Second)
 }
 
 // Each validation error is a 400 naming the field, and writes nothing.
@@ -440,13 +441,13 @@ func TestTESListPagingAndFilters(t *testing.T) {
 		}
 	}
 
-	list := func(q string) (tes.ListTasksResponse, []map[string]any) {
+	list := func(q string) (tesv1.ListTasksResponse, []map[string]any) {
 		t.Helper()
 		code, body := api.do(http.MethodGet, "/tasks?"+q, nil)
 		if code != http.StatusOK {
 			t.Fatalf("list %s: %d %s", q, code, body)
 		}
-		var r tes.ListTasksResponse
+		var r tesv1.ListTasksResponse
 		var raw struct {
 			Tasks []map[string]any `json:"tasks"`
 		}
@@ -506,7 +507,7 @@ func TestTESListPagingAndFilters(t *testing.T) {
 		}
 	}
 	for _, tk := range raw {
-		checkTaskBody(t, tk, tes.ViewBasic)
+		checkTaskBody(t, tk, tesv1.ViewBasic)
 	}
 	if len(r.Tasks) != n || r.NextPageToken != "" {
 		t.Errorf("one page of 300: %d tasks, token %q", len(r.Tasks), r.NextPageToken)
@@ -582,7 +583,7 @@ func TestTESAccessControl(t *testing.T) {
 	}
 	api.token = token("alice@example.org", `"users"`)
 	aliceTasks := []string{api.create(task), api.create(task)}
-	api.waitState(aliceTasks[0], steps.StateComplete, 60*time.Second)
+	api.waitState(aliceTasks[0], tesv1.StateComplete, 60*time.Second)
 	api.token = token("bob|github", `"users"`)
 	bobTask := api.create(task)
 
@@ -592,7 +593,7 @@ func TestTESAccessControl(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("%s lists: %d %s", who, code, body)
 		}
-		var r tes.ListTasksResponse
+		var r tesv1.ListTasksResponse
 		_ = json.Unmarshal(body, &r)
 		var out []string
 		for _, tk := range r.Tasks {
@@ -648,15 +649,15 @@ func TestTESIgnoreError(t *testing.T) {
 	}
 	exitCodes := func(id string) []float64 {
 		var codes []float64
-		for _, l := range api.get(id, tes.ViewFull)["logs"].([]any)[0].(map[string]any)["logs"].([]any) {
+		for _, l := range api.get(id, tesv1.ViewFull)["logs"].([]any)[0].(map[string]any)["logs"].([]any) {
 			codes = append(codes, l.(map[string]any)["exit_code"].(float64))
 		}
 		return codes
 	}
 	stops := api.create(task(false))
 	goesOn := api.create(task(true))
-	api.waitState(stops, steps.StateExecutorError, 60*time.Second)
-	api.waitState(goesOn, steps.StateComplete, 60*time.Second)
+	api.waitState(stops, tesv1.StateExecutorError, 60*time.Second)
+	api.waitState(goesOn, tesv1.StateComplete, 60*time.Second)
 	if got := exitCodes(stops); fmt.Sprint(got) != "[2]" {
 		t.Errorf("without ignore_error: exit codes %v, want [2]", got)
 	}

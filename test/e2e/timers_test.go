@@ -20,6 +20,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // sweepUntil posts a sweep every half second until the task reaches want.
@@ -83,7 +84,7 @@ func TestPodsThatCannotStartFailExecutor(t *testing.T) {
 			if j, err := e.job(task + "-ex-00"); err != nil || j.Spec.ActiveDeadlineSeconds != nil {
 				t.Fatalf("job failed before the pod timeout: %v", err)
 			}
-			v := e.sweepUntil(task, steps.StateExecutorError, 40*time.Second)
+			v := e.sweepUntil(task, tesv1.StateExecutorError, 40*time.Second)
 			e.checkFailedByService(task + "-ex-00")
 			if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), task+"-ex-00") {
 				t.Errorf("system_logs %v", v.Logs[0].SystemLogs)
@@ -165,9 +166,9 @@ func TestUnschedulableExecutorIsDeleted(t *testing.T) {
 	c := ex["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	c["resources"] = map[string]any{"requests": map[string]any{"cpu": "500"}}
 	e.submit(task, noIO(taskJSON(ex)))
-	v := e.waitStateOrSweep(task, steps.StateQueued, 20*time.Second)
+	v := e.waitStateOrSweep(task, tesv1.StateQueued, 20*time.Second)
 	_ = v
-	v = e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	v = e.sweepUntil(task, tesv1.StateSystemError, 40*time.Second)
 	msg := strings.Join(v.Logs[0].SystemLogs, " ")
 	if !strings.Contains(msg, task+"-ex-00") || !strings.Contains(msg, "wasn't scheduled within 2 s") || !strings.Contains(msg, "Insufficient cpu") {
 		t.Errorf("system_logs %q should name the job, the max queue time and the scheduler's message", msg)
@@ -203,7 +204,7 @@ func TestFailRejectedDeletesJob(t *testing.T) {
 	e := newEnv(t, envOptions{role: noPatch})
 	task := "task-nopatch01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, map[string]string{fateResult: "ErrImagePull"}, nil))))
-	v := e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	v := e.sweepUntil(task, tesv1.StateSystemError, 40*time.Second)
 	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "rejected") {
 		t.Errorf("system_logs %v should say failing the job was rejected", v.Logs[0].SystemLogs)
 	}
@@ -228,10 +229,10 @@ func TestCancelWhileExecutorRuns(t *testing.T) {
 		return false
 	})
 	code, body := e.post("task.cancelled", map[string]any{"task": task})
-	if code != http.StatusOK || !strings.Contains(body, steps.StateCanceling) && !strings.Contains(body, steps.StateCanceled) {
+	if code != http.StatusOK || !strings.Contains(body, tesv1.StateCanceling) && !strings.Contains(body, tesv1.StateCanceled) {
 		t.Fatalf("task.cancelled: %d %s", code, body)
 	}
-	e.waitState(task, steps.StateCanceled, 30*time.Second)
+	e.waitState(task, tesv1.StateCanceled, 30*time.Second)
 	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
 		t.Errorf("the running executor's job is not deleted: %v", err)
 	}
@@ -270,7 +271,7 @@ func TestCancelBeforeFirstJob(t *testing.T) {
 	if code, body := e.post("task.submitted", map[string]any{"task": task}); code != http.StatusOK {
 		t.Fatalf("task.submitted: %d %s", code, body)
 	}
-	e.waitState(task, steps.StateCanceled, 10*time.Second)
+	e.waitState(task, tesv1.StateCanceled, 10*time.Second)
 	time.Sleep(time.Second)
 	if names := e.jobNames(task); len(names) != 0 {
 		t.Errorf("jobs created for a cancelled task: %v", names)
@@ -302,7 +303,7 @@ func TestSweepCatchesLostEvent(t *testing.T) {
 	if _, err := e.job(task + "-ex-01"); err != nil {
 		t.Fatalf("the sweep did not start the next executor: %v", err)
 	}
-	e.sweepUntil(task, steps.StateComplete, 30*time.Second)
+	e.sweepUntil(task, tesv1.StateComplete, 30*time.Second)
 }
 
 // A sweep reads its lists a page at a time (here one object a page): events
@@ -344,7 +345,7 @@ func TestTTLDeletesEndedTask(t *testing.T) {
 	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.TaskTTL = &ttl }})
 	task := "task-ttl01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, nil, nil))))
-	e.waitState(task, steps.StateComplete, taskTimeout)
+	e.waitState(task, tesv1.StateComplete, taskTimeout)
 	// The final state is recorded by the step of the job's last event, or
 	// by a sweep when that event is slow to come (a loaded machine).
 	e.waitFor("the final state on the anchor", 30*time.Second, func() bool {
@@ -369,7 +370,7 @@ func TestKeepFailedPVC(t *testing.T) {
 	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.KeepFailedPVC = true }})
 	task := "task-keep01"
 	e.submit(task, taskJSON(executor(task, 0, fail(1), nil)))
-	e.waitState(task, steps.StateExecutorError, taskTimeout)
+	e.waitState(task, tesv1.StateExecutorError, taskTimeout)
 	e.waitFor("the PVC to be released", 10*time.Second, func() bool {
 		pvc, err := shared.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(context.Background(), taskmeta.PVCName(task), metav1.GetOptions{})
 		return err == nil && pvc.DeletionTimestamp == nil && len(pvc.OwnerReferences) == 0
@@ -394,7 +395,7 @@ func TestInputsFilerFailureIsSystemError(t *testing.T) {
 	}})
 	task := "task-filerfail01"
 	e.submit(task, taskJSON(executor(task, 0, nil, nil)))
-	v := e.waitState(task, steps.StateSystemError, taskTimeout)
+	v := e.waitState(task, tesv1.StateSystemError, taskTimeout)
 	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), task+"-inputs-filer") {
 		t.Errorf("system_logs %v should name the inputs filer's job", v.Logs[0].SystemLogs)
 	}
@@ -413,7 +414,7 @@ func TestFilerThatCannotStartIsSystemError(t *testing.T) {
 	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.FilerName, c.FilerVersion = "fate.tesk.test/ErrImagePull", "latest" }})
 	task := "task-filerpull01"
 	e.submit(task, taskJSON(executor(task, 0, nil, nil)))
-	e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	e.sweepUntil(task, tesv1.StateSystemError, 40*time.Second)
 	e.checkFailedByService(task + "-inputs-filer")
 }
 
@@ -426,7 +427,7 @@ func TestUnschedulableFilerIsFailed(t *testing.T) {
 	}})
 	task := "task-filersched01"
 	e.submit(task, taskJSON(executor(task, 0, nil, nil)))
-	v := e.sweepUntil(task, steps.StateSystemError, 40*time.Second)
+	v := e.sweepUntil(task, tesv1.StateSystemError, 40*time.Second)
 	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "wasn't scheduled") {
 		t.Errorf("system_logs %v", v.Logs[0].SystemLogs)
 	}
@@ -445,7 +446,7 @@ func TestCancelByLabel(t *testing.T) {
 	if _, err := shared.Client.CoreV1().ConfigMaps(e.ns).Patch(context.Background(), task, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitState(task, steps.StateCanceled, 30*time.Second)
+	e.waitState(task, tesv1.StateCanceled, 30*time.Second)
 	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
 		t.Errorf("the running executor's job is not deleted: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // An executor whose spec asks for more than a task may (behaviour §8.8)
@@ -49,7 +50,7 @@ func TestForbiddenExecutorCreatesNothing(t *testing.T) {
 		if code != http.StatusBadRequest || !strings.Contains(body, "securityContext.privileged") {
 			t.Errorf("answer %d %s, want 400 naming securityContext.privileged", code, body)
 		}
-		v := e.waitState(task, steps.StateSystemError, 10*time.Second)
+		v := e.waitState(task, tesv1.StateSystemError, 10*time.Second)
 		if msg := strings.Join(v.Logs[0].SystemLogs, " "); !strings.Contains(msg, "executors[0]: spec.template.spec.containers[0].securityContext.privileged") {
 			t.Errorf("system_logs %q", msg)
 		}
@@ -68,7 +69,7 @@ func TestForbiddenExecutorCreatesNothing(t *testing.T) {
 		if code, body := e.post("task.submitted", map[string]any{"task": task, "namespace": e.ns}); code != http.StatusBadRequest {
 			t.Errorf("answer %d %s, want 400", code, body)
 		}
-		e.waitState(task, steps.StateSystemError, 10*time.Second)
+		e.waitState(task, tesv1.StateSystemError, 10*time.Second)
 		nothingCreated(e, task)
 	})
 	t.Run("inline input off", func(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // jobAdds watches the tasks' Jobs from before a task is created and counts
@@ -258,11 +258,11 @@ func TestSweepCarriesATaskWhoseEventsAreLost(t *testing.T) {
 }
 
 // waitState polls until the task is in state (or final).
-func waitState(ctx context.Context, api *TES, id, state string, timeout time.Duration) (*tes.Task, error) {
+func waitState(ctx context.Context, api *TES, id, state string, timeout time.Duration) (*tesv1.Task, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		v, err := api.Get(ctx, id, "MINIMAL")
-		if err == nil && (v.State == state || tes.IsFinal(v.State)) {
+		if err == nil && (v.State == state || tesv1.IsFinal(v.State)) {
 			if v.State != state {
 				return v, &stateError{id, state, v.State}
 			}

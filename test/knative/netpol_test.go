@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
 // probeResult is one line of cmd/probe's output.
@@ -87,9 +86,9 @@ func TestTasksCannotReachTheControlPath(t *testing.T) {
 	args := append([]string{"-rounds", fmt.Sprint(rounds), "-pause", "1s", "-timeout", "3s", "tcp=" + s3}, control...)
 
 	fromControl := runControlProbe(ctx, t, args)
-	id, err := api.Create(ctx, &tes.Task{
+	id, err := api.Create(ctx, &tesv1.Task{
 		Name:      "probe",
-		Executors: []tes.Executor{{Image: ProbeImage, Command: append([]string{"/probe"}, args...)}},
+		Executors: []tesv1.Executor{{Image: ProbeImage, Command: append([]string{"/probe"}, args...)}},
 		Resources: smallTask(),
 	})
 	if err != nil {

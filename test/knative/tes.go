@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // TES is a client of the deployed TES API, as a user with a token.
@@ -64,8 +65,8 @@ func (t *TES) do(ctx context.Context, method, path string, body, out any) error 
 }
 
 // Create submits a task and returns its ID.
-func (t *TES) Create(ctx context.Context, task *tes.Task) (string, error) {
-	var created tes.CreateTaskResponse
+func (t *TES) Create(ctx context.Context, task *tesv1.Task) (string, error) {
+	var created tesv1.CreateTaskResponse
 	if err := t.do(ctx, http.MethodPost, "/tasks", task, &created); err != nil {
 		return "", err
 	}
@@ -73,14 +74,14 @@ func (t *TES) Create(ctx context.Context, task *tes.Task) (string, error) {
 }
 
 // Get reads a task in a view (MINIMAL, BASIC or FULL).
-func (t *TES) Get(ctx context.Context, id, view string) (*tes.Task, error) {
-	var v tes.Task
+func (t *TES) Get(ctx context.Context, id, view string) (*tesv1.Task, error) {
+	var v tesv1.Task
 	return &v, t.do(ctx, http.MethodGet, "/tasks/"+id+"?view="+view, nil, &v)
 }
 
 // ServiceInfo reads GET /service-info.
-func (t *TES) ServiceInfo(ctx context.Context) (*tes.ServiceInfo, error) {
-	var v tes.ServiceInfo
+func (t *TES) ServiceInfo(ctx context.Context) (*tesv1.ServiceInfo, error) {
+	var v tesv1.ServiceInfo
 	return &v, t.do(ctx, http.MethodGet, "/service-info", nil, &v)
 }
 
@@ -97,7 +98,7 @@ func (t *TES) Events(ctx context.Context, id string) (*tes.TaskEvents, error) {
 
 // Wait polls the task until its state is final (or want, if given) and
 // returns it in the FULL view; each new state goes to seen, if set.
-func (t *TES) Wait(ctx context.Context, id string, timeout time.Duration, seen func(state string)) (*tes.Task, error) {
+func (t *TES) Wait(ctx context.Context, id string, timeout time.Duration, seen func(state string)) (*tesv1.Task, error) {
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for {
@@ -108,7 +109,7 @@ func (t *TES) Wait(ctx context.Context, id string, timeout time.Duration, seen f
 				seen(last)
 			}
 		}
-		if err == nil && tes.IsFinal(v.State) {
+		if err == nil && tesv1.IsFinal(v.State) {
 			return t.Get(ctx, id, "FULL")
 		}
 		if time.Now().After(deadline) {
@@ -121,25 +122,25 @@ func (t *TES) Wait(ctx context.Context, id string, timeout time.Duration, seen f
 }
 
 // RepeatTask is a task of n executors on ubuntu that each run command.
-func RepeatTask(name string, n int, command ...string) *tes.Task {
-	t := &tes.Task{Name: name, Resources: smallTask()}
+func RepeatTask(name string, n int, command ...string) *tesv1.Task {
+	t := &tesv1.Task{Name: name, Resources: smallTask()}
 	for range n {
-		t.Executors = append(t.Executors, tes.Executor{Image: "ubuntu:24.04", Command: command})
+		t.Executors = append(t.Executors, tesv1.Executor{Image: "ubuntu:24.04", Command: command})
 	}
 	return t
 }
 
 // smallTask is what the tests' tasks ask for: the node has 2 cores.
-func smallTask() *tes.Resources { return &tes.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1} }
+func smallTask() *tesv1.Resources { return &tesv1.Resources{CPUCores: 1, RAMGB: 0.25, DiskGB: 0.1} }
 
 // TwoStepTask is the tests' task: an input, two executors on ubuntu (the
 // busybox stand-in the node holds), an output to S3 at Bucket/key.
-func TwoStepTask(name, key string) *tes.Task {
-	return &tes.Task{
+func TwoStepTask(name, key string) *tesv1.Task {
+	return &tesv1.Task{
 		Name:    name,
-		Inputs:  []tes.Input{{Name: "greeting", Path: "/data/in/greeting.txt", Type: "FILE", Content: "Hello from TES on Knative\n"}},
-		Outputs: []tes.Output{{Name: "result", Path: "/data/out/result.txt", Type: "FILE", URL: "s3://" + Bucket + "/" + key}},
-		Executors: []tes.Executor{
+		Inputs:  []tesv1.Input{{Name: "greeting", Path: "/data/in/greeting.txt", Type: "FILE", Content: "Hello from TES on Knative\n"}},
+		Outputs: []tesv1.Output{{Name: "result", Path: "/data/out/result.txt", Type: "FILE", URL: "s3://" + Bucket + "/" + key}},
+		Executors: []tesv1.Executor{
 			{Image: "ubuntu:24.04", Command: []string{"tr", "a-z", "A-Z"}, Stdin: "/data/in/greeting.txt", Stdout: "/data/out/result.txt"},
 			{Image: "ubuntu:24.04", Command: []string{"cat", "/data/out/result.txt"}},
 		},

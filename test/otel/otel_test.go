@@ -32,6 +32,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // receiver is an OTLP/HTTP (protobuf) collector: it keeps every span and
@@ -282,7 +283,7 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("task.submitted: %d %s", resp.StatusCode, b)
 	}
-	waitState(t, s.URL+"/tasks/otel/"+task, steps.StateComplete, 90*time.Second)
+	waitState(t, s.URL+"/tasks/otel/"+task, tesv1.StateComplete, 90*time.Second)
 
 	spansBefore, metricsBefore := rec.snapshot()
 	if len(metricsBefore) != 0 {
@@ -304,7 +305,7 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 		if sp.Name == "step submit" {
 			submit = sp
 		}
-		if str(sp.Attributes, "tesk.task.state") == steps.StateComplete {
+		if str(sp.Attributes, "tesk.task.state") == tesv1.StateComplete {
 			ended = true
 		}
 	}
@@ -335,14 +336,14 @@ func TestTaskTelemetryOverOTLP(t *testing.T) {
 		{"tesk.events", map[string]string{"cloudevents.event_type": "task.submitted", "tesk.outcome": "done"}},
 		{"tesk.events", map[string]string{"cloudevents.event_type": "dev.knative.apiserver.resource.update"}},
 		{"tesk.actions", map[string]string{"tesk.action.kind": "create-job"}},
-		{"tesk.tasks.ended", map[string]string{"tesk.task.state": steps.StateComplete}},
+		{"tesk.tasks.ended", map[string]string{"tesk.task.state": tesv1.StateComplete}},
 		{"tesk.k8s.requests", map[string]string{"http.request.method": "POST"}},
 	} {
 		if n := sum(ms, c.name, c.want); n < 1 {
 			t.Errorf("%s %v = %d, want at least 1", c.name, c.want, n)
 		}
 	}
-	if n := sum(ms, "tesk.tasks.ended", map[string]string{"tesk.task.state": steps.StateComplete}); n != 1 {
+	if n := sum(ms, "tesk.tasks.ended", map[string]string{"tesk.task.state": tesv1.StateComplete}); n != 1 {
 		t.Errorf("tasks ended COMPLETE: %d, want 1", n)
 	}
 	noTaskAttribute(t, ms, task)
@@ -410,7 +411,7 @@ func TestTESTraceGoesOnInTheHandler(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || created.ID == "" {
 		t.Fatalf("create: %d, id %q", resp.StatusCode, created.ID)
 	}
-	waitState(t, s.URL+"/tasks/otel/"+created.ID, steps.StateComplete, 90*time.Second)
+	waitState(t, s.URL+"/tasks/otel/"+created.ID, tesv1.StateComplete, 90*time.Second)
 	s.stop()
 	spans, ms := s.rec.snapshot()
 

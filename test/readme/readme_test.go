@@ -21,6 +21,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // curlCommands returns the README's shell commands that call the handler on
@@ -116,7 +117,7 @@ func TestREADMECurlExamples(t *testing.T) {
 			// The rest of the examples speak of the task once it ran.
 			waitComplete(t, "http://"+addr+"/tasks/default/task-1234abcd")
 		}
-		if strings.Contains(cmd, "/tasks/default/") && body["state"] != steps.StateComplete {
+		if strings.Contains(cmd, "/tasks/default/") && body["state"] != tesv1.StateComplete {
 			t.Errorf("the view says %v, want COMPLETE", body["state"])
 		}
 		if strings.Contains(cmd, "task.cancelled") && !strings.Contains(string(out), "already ended") {
@@ -136,7 +137,7 @@ func waitComplete(t *testing.T, url string) {
 			_ = json.NewDecoder(resp.Body).Decode(&v)
 			resp.Body.Close()
 			state = v.State
-			if state == steps.StateComplete {
+			if state == tesv1.StateComplete {
 				return
 			}
 		}

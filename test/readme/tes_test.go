@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // tesCurlCommands returns the README's shell commands that call the TES API
@@ -104,7 +104,7 @@ func TestREADMETESExamples(t *testing.T) {
 		case strings.Contains(cmd, "-X POST") && strings.HasSuffix(strings.Fields(cmd)[4], "/tasks"):
 			id, _ = body["id"].(string)
 			waitTESComplete(t, "http://"+addr+"/ga4gh/tes/v1/tasks/"+id)
-		case strings.Contains(cmd, "view=FULL") && body["state"] != steps.StateComplete:
+		case strings.Contains(cmd, "view=FULL") && body["state"] != tesv1.StateComplete:
 			t.Errorf("the task is %v, want COMPLETE", body["state"])
 		case strings.Contains(cmd, "/tasks?"):
 			if _, ok := body["tasks"].([]any); !ok {
@@ -144,7 +144,7 @@ func waitTESComplete(t *testing.T, url string) {
 				State string `json:"state"`
 			}
 			_ = json.Unmarshal(out, &v)
-			if state = v.State; state == steps.StateComplete {
+			if state = v.State; state == tesv1.StateComplete {
 				return
 			}
 		}

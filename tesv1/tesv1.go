@@ -1,9 +1,9 @@
-// Package tes is the project's GA4GH TES 1.1 API: the types of the
-// specification (ga4gh/task-execution-schemas, tag v1.1), the validation and
-// conversion of a submitted tesTask into the taskmaster's task JSON, and the
-// HTTP handlers that write a task's anchor, post its CloudEvents and read its
-// state back from the cluster.
-package tes
+// Package tesv1 is the GA4GH TES 1.1 task model as clients send and read it
+// (ga4gh/task-execution-schemas, tag v1.1): the types with exactly the
+// specification's fields, the states and the views. The TES API decodes
+// requests into them, and the handler's view builds them, so a task has one
+// shape wherever it is shown.
+package tesv1
 
 import (
 	"bytes"
@@ -203,3 +203,25 @@ const (
 // States is every tesState, for the state filter.
 var States = []string{"UNKNOWN", "QUEUED", "INITIALIZING", "RUNNING", "PAUSED", "COMPLETE",
 	"EXECUTOR_ERROR", "SYSTEM_ERROR", "CANCELED", "PREEMPTED", "CANCELING"}
+
+// The states of a task (tesState) that this service sets. A task is never
+// UNKNOWN, PAUSED or PREEMPTED here.
+const (
+	StateQueued        = "QUEUED"
+	StateInitializing  = "INITIALIZING"
+	StateRunning       = "RUNNING"
+	StateComplete      = "COMPLETE"
+	StateExecutorError = "EXECUTOR_ERROR"
+	StateSystemError   = "SYSTEM_ERROR"
+	StateCanceling     = "CANCELING"
+	StateCanceled      = "CANCELED"
+)
+
+// IsFinal reports whether a state is one a task never leaves.
+func IsFinal(state string) bool {
+	switch state {
+	case StateComplete, StateExecutorError, StateSystemError, StateCanceled:
+		return true
+	}
+	return false
+}
