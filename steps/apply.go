@@ -42,12 +42,14 @@ type step struct {
 	a      Anchor
 	// spec is the task, decoded on first use.
 	spec *taskspec.Task
+	// jobs are the jobs the plan was decided on.
+	jobs map[string]*batchv1.Job
 }
 
 // apply carries out a plan: the progress first, the actions in order, the
 // final state last (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
-	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec}
+	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs}
 	rv := anchor.ResourceVersion
 	if plan.Progress != nil {
 		ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
@@ -122,6 +124,9 @@ func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
 		return finished, nil
 	case RecordOutputFileLogs:
 		st.recordOutputFileLogs(ctx, taskmeta.ObjectName(st.a.Name, act.Part))
+		return finished, nil
+	case RecordExecutorLog:
+		st.recordExecutorLog(ctx, act.Part)
 		return finished, nil
 	case DeleteTask:
 		return finished, st.deleteTask(ctx, act)
@@ -467,4 +472,53 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 	if err != nil {
 		warn("Annotating the outputs filer's job failed", err)
 	}
+}
+
+// recordExecutorLog copies an ended executor's log onto its job: the exit
+// code and times of its last pod's container, and the ends of its stdout
+// and stderr (at most Config.LogTailBytes each, the record at most
+// MaxRecordedLogBytes). Any error is a warning: the view reads the pod for
+// as long as it exists.
+func (st *step) recordExecutorLog(ctx context.Context, part string) {
+	r, ns := st.r, st.a.Namespace
+	job := taskmeta.ObjectName(st.a.Name, part)
+	warn := func(msg string, err error) {
+		r.log(ctx).Warnw(msg+"; the executor's log is read from its pod while the pod exists", "task", st.a.Name, "job", job, "error", err)
+	}
+	var pods *corev1.PodList
+	err := r.call(ctx, func(ctx context.Context) (err error) {
+		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
+		})
+		return err
+	})
+	if err != nil {
+		warn("Listing the executor's pods failed", err)
+		return
+	}
+	j := st.jobs[part]
+	if j == nil {
+		return
+	}
+	ptrs := podPointers(pods.Items)
+	rec := executorLog(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.Name}, Status: j.Status}, ptrs)
+	if pod := LastPod(ptrs, job); pod != nil && len(pod.Spec.Containers) > 0 {
+		limit := min(r.Config.logTailBytes(), MaxRecordedLogBytes/2)
+		stdout, stderr, _, err := ExecutorLog(ctx, r.Client, ns, pod.Name, pod.Spec.Containers[0].Name, limit)
+		if err != nil {
+			r.log(ctx).Warnw("Reading the executor's log failed; its exit code and times are recorded without it", "task", st.a.Name, "job", job, "error", err)
+		}
+		rec.Stdout, rec.Stderr = stdout, stderr
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		taskmeta.AnnotationExecutorLog: encodeRecord(rec, MaxRecordedLogBytes),
+	}}})
+	if err := r.call(ctx, func(ctx context.Context) error {
+		_, err := r.Client.BatchV1().Jobs(ns).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		warn("Recording the executor's log on its job failed", err)
+		return
+	}
+	r.log(ctx).Debugw("Executor log recorded", "task", st.a.Name, "job", job, "log", describeLog(rec))
 }

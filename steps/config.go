@@ -99,6 +99,18 @@ type Config struct {
 	// API created for a known user the secret <prefix><user hash> in place
 	// of the shared credentials (FILER_USER_SECRET_PREFIX, behaviour §3.14).
 	UserSecretPrefix string
+
+	// LogTailBytes is how much of the end of each of an executor's streams
+	// is kept (TES_LOG_TAIL_BYTES; 0: DefaultLogTailBytes). The record on
+	// the executor's job keeps at most half of MaxRecordedLogBytes of each.
+	LogTailBytes int
+}
+
+func (c Config) logTailBytes() int {
+	if c.LogTailBytes <= 0 {
+		return DefaultLogTailBytes
+	}
+	return c.LogTailBytes
 }
 
 // ExecutorSecret is a secret mounted read-only into every executor.
@@ -215,6 +227,13 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			bad("error", "FILER_PARALLELISM", "%q is not a whole number from 1 to %d; the filer moves %d files at once", v, maxFilerParallelism, defaultFilerParallelism)
 		} else {
 			cfg.FilerParallelism = n
+		}
+	}
+	if v := get("TES_LOG_TAIL_BYTES"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > MaxLogTailBytes {
+			bad("error", "TES_LOG_TAIL_BYTES", "%q is not a number of bytes from 1 to %d; keeping %d of each executor stream", v, MaxLogTailBytes, DefaultLogTailBytes)
+		} else {
+			cfg.LogTailBytes = n
 		}
 	}
 	cfg.StorageClassName = get("STORAGE_CLASS_NAME")

@@ -57,6 +57,10 @@ const (
 	// RecordOutputFileLogs reads the outputs filer's log and stores the
 	// uploaded files as the job's output-file-logs annotation.
 	RecordOutputFileLogs ActionKind = "record-output-file-logs"
+	// RecordExecutorLog copies an ended executor's exit code, times and the
+	// ends of its stdout and stderr from its last pod onto its job, so that
+	// they outlive the pod.
+	RecordExecutorLog ActionKind = "record-executor-log"
 	// DeleteTask deletes the anchor, and with it everything it owns.
 	DeleteTask ActionKind = "delete-task"
 )
@@ -116,6 +120,9 @@ func (p *Plan) note(level, format string, a ...any) {
 // submission, each started part's job (and its pods), and completion.
 func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	plan := decide(obs, cfg, now)
+	if obs.Anchor.Annotations[taskmeta.AnnotationState] == "" {
+		plan.Actions = recordLogs(plan.Actions, obs)
+	}
 	if _, ok := obs.Anchor.Annotations[taskmeta.AnnotationTTL]; !ok && (plan.Progress != nil || plan.Final != nil) {
 		// The first write on a task fixes its TTL (behaviour §4.2).
 		plan.TTL = TTLValue(cfg.TaskTTL)
@@ -259,4 +266,29 @@ func sortedParts(jobs map[string]*batchv1.Job) []string {
 	}
 	slices.Sort(parts)
 	return parts
+}
+
+// recordLogs adds a RecordExecutorLog for each executor whose job ended
+// without a record, after the parts the plan creates (the task goes on
+// first) and before anything it fails or deletes (a deleted job's pods take
+// its log with them).
+func recordLogs(actions []Action, obs Observed) []Action {
+	var records []Action
+	for _, part := range ExecutorParts(obs.Jobs) {
+		j := obs.Jobs[part]
+		if _, ok := j.Annotations[taskmeta.AnnotationExecutorLog]; ok || isGone(j) || taskmeta.StatusOf(j) == taskmeta.JobRunning {
+			continue
+		}
+		records = append(records, Action{Kind: RecordExecutorLog, Part: part})
+	}
+	if len(records) == 0 {
+		return actions
+	}
+	at := 0
+	for i, a := range actions {
+		if a.Kind == CreateJob || a.Kind == CreatePVC {
+			at = i + 1
+		}
+	}
+	return slices.Concat(actions[:at], records, actions[at:])
 }

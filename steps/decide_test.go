@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -953,12 +954,51 @@ func TestDecideStepsThroughATask(t *testing.T) {
 	t.Fatalf("the task did not complete; created %v", created)
 }
 
+// kindsAndParts are the actions' kinds and parts, without the records of
+// ended executors' logs, which TestRecordLogs covers.
 func kindsAndParts(as []Action) []Action {
 	out := []Action{}
 	for _, a := range as {
-		out = append(out, act(a.Kind, a.Part))
+		if a.Kind != RecordExecutorLog {
+			out = append(out, act(a.Kind, a.Part))
+		}
 	}
 	return out
+}
+
+// TestRecordLogs: every executor whose job ended without a record gets one,
+// in the executors' order, after what the plan creates and before what it
+// deletes; a running job, one being deleted, one recorded and a task that
+// ended get none.
+func TestRecordLogs(t *testing.T) {
+	recorded := annotate(completed("ex-00"), taskmeta.AnnotationExecutorLog, `{"exit_code":0}`)
+	gone := failed("ex-01")
+	gone.DeletionTimestamp = &metav1.Time{Time: t0}
+	cases := []struct {
+		name    string
+		actions []Action
+		jobs    map[string]*batchv1.Job
+		want    []Action
+	}{
+		{"nothing ended", []Action{act(CreateJob, "ex-01")}, jobsOf(running("ex-00")), []Action{act(CreateJob, "ex-01")}},
+		{"after the create", []Action{act(CreateJob, "ex-01")}, jobsOf(completed("ex-00")),
+			[]Action{act(CreateJob, "ex-01"), act(RecordExecutorLog, "ex-00")}},
+		{"before the deletes", []Action{act(CreatePVC, "pvc"), act(DeleteJob, "ex-02"), act(DeletePVC, "pvc")}, jobsOf(ignoring(failed("ex-01")), failed("ex-10"), completed("ex-02")),
+			[]Action{act(CreatePVC, "pvc"), act(RecordExecutorLog, "ex-01"), act(RecordExecutorLog, "ex-02"), act(RecordExecutorLog, "ex-10"), act(DeleteJob, "ex-02"), act(DeletePVC, "pvc")}},
+		{"no plan", nil, jobsOf(failed("ex-00")), []Action{act(RecordExecutorLog, "ex-00")}},
+		{"recorded, being deleted, a filer", nil, jobsOf(recorded, gone, completed(taskmeta.PartInputsFiler)), []Action{}},
+	}
+	for _, c := range cases {
+		got := recordLogs(c.actions, Observed{Jobs: c.jobs})
+		if g := append([]Action{}, got...); !slices.Equal(g, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, g, c.want)
+		}
+	}
+	// A task that ended records nothing, whatever its jobs.
+	ended := anchorWith(nil, taskmeta.AnnotationState, tesv1.StateComplete)
+	if p := Decide(Observed{Anchor: ended, Jobs: jobsOf(completed("ex-00"))}, DefaultConfig(), t0); len(p.Actions) != 0 {
+		t.Errorf("ended task: actions %v", p.Actions)
+	}
 }
 
 func wantProgress(t *testing.T, p Plan, parts, started []string) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 const (
@@ -19,13 +20,6 @@ const (
 	// for all of a job's annotations.
 	MaxOutputFileLogsBytes = 200000
 )
-
-// FileLog is an uploaded file as TES 1.1 reports it (tesOutputFileLog).
-type FileLog struct {
-	URL       string `json:"url"`
-	Path      string `json:"path"`
-	SizeBytes string `json:"size_bytes"`
-}
 
 // OutputFileLogs reads the uploaded files from the outputs filer's log: the
 // last line that starts with TESK_OUTPUT_FILE_LOGS among the last 1,000
@@ -52,7 +46,7 @@ func OutputFileLogs(t *taskspec.Task, log string) (string, []Note, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	logs := make([]FileLog, 0, len(files))
+	logs := make([]tesv1.OutputFileLog, 0, len(files))
 	for i, f := range files {
 		if f.Output < 0 || f.Output >= len(t.Outputs) {
 			return "", nil, fmt.Errorf("entry %d: output %d is not one of the task's %d outputs", i, f.Output, len(t.Outputs))
@@ -67,7 +61,7 @@ func OutputFileLogs(t *taskspec.Task, log string) (string, []Note, error) {
 		if !ok {
 			return "", nil, fmt.Errorf("entry %d: %q is not a file of output %d (%s)", i, f.Path, f.Output, t.Outputs[f.Output].Path)
 		}
-		logs = append(logs, FileLog{URL: url, Path: f.Path, SizeBytes: f.SizeBytes})
+		logs = append(logs, tesv1.OutputFileLog{URL: url, Path: f.Path, SizeBytes: f.SizeBytes})
 	}
 	var notes []Note
 	b, _ := json.Marshal(logs)
@@ -93,8 +87,8 @@ func OutputFileLogs(t *taskspec.Task, log string) (string, []Note, error) {
 }
 
 // ParseFileLogs reads the annotation back.
-func ParseFileLogs(s string) ([]FileLog, error) {
-	var logs []FileLog
+func ParseFileLogs(s string) ([]tesv1.OutputFileLog, error) {
+	var logs []tesv1.OutputFileLog
 	if err := json.Unmarshal([]byte(s), &logs); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", taskmeta.AnnotationOutputFileLogs, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The cases check behaviour §1.7 (docs/behaviour.md): the last line that
@@ -33,7 +34,7 @@ func TestOutputFileLogs(t *testing.T) {
 		taskspec.UploadedFile{Output: 1, Path: "/data/outdir/a/b.txt", SizeBytes: "0"},
 		taskspec.UploadedFile{Output: 2, Path: "/work/s1/run-1.log", SizeBytes: "345"},
 	)
-	validWant := []FileLog{
+	validWant := []tesv1.OutputFileLog{
 		{URL: "s3://bucket/result.txt", Path: "/data/result.txt", SizeBytes: "12"},
 		{URL: "https://store.example.org/dir/a/b.txt", Path: "/data/outdir/a/b.txt", SizeBytes: "0"},
 		{URL: "ftp://ftp.example.org/runs/s1/run-1.log", Path: "/work/s1/run-1.log", SizeBytes: "345"},
@@ -43,14 +44,14 @@ func TestOutputFileLogs(t *testing.T) {
 	cases := []struct {
 		name string
 		log  string
-		want []FileLog // nil: an error
+		want []tesv1.OutputFileLog // nil: an error
 	}{
 		{"URLs for a FILE, a DIRECTORY and a wildcard output", "start\n" + valid + "\ndone\n", validWant},
 		{"the last line counts", line(taskspec.UploadedFile{Output: 0, Path: "/data/result.txt", SizeBytes: "1"}) + "\n" + valid + "\n", validWant},
 		{"a line within the last 1,000 counts", valid + "\n" + filler(999), validWant},
 		{"a line before the last 1,000 does not", valid + "\n" + filler(1000), nil},
 		{"CRLF line ends", "a\r\n" + valid + "\r\nb\r\n", validWant},
-		{"an empty list", "TESK_OUTPUT_FILE_LOGS []\n", []FileLog{}},
+		{"an empty list", "TESK_OUTPUT_FILE_LOGS []\n", []tesv1.OutputFileLog{}},
 		{"no line", "nothing uploaded\n", nil},
 		{"a line that is not JSON", "TESK_OUTPUT_FILE_LOGS [{\n", nil},
 		{"the last line is invalid, an earlier valid one is not used", valid + "\nTESK_OUTPUT_FILE_LOGS {}\n", nil},
@@ -131,7 +132,7 @@ func TestOutputFileLogsCap(t *testing.T) {
 		}
 	}
 	// The next entry would not have fitted.
-	next, _ := json.Marshal(FileLog{URL: "https://store.example.org/dir/" + strings.TrimPrefix(files[len(got)].Path, "/data/outdir/"), Path: files[len(got)].Path, SizeBytes: "1048576"})
+	next, _ := json.Marshal(tesv1.OutputFileLog{URL: "https://store.example.org/dir/" + strings.TrimPrefix(files[len(got)].Path, "/data/outdir/"), Path: files[len(got)].Path, SizeBytes: "1048576"})
 	if len(value)+1+len(next) <= MaxOutputFileLogsBytes {
 		t.Errorf("%d entries in %d bytes: entry %d would have fitted", len(got), len(value), len(got))
 	}

@@ -547,11 +547,12 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 	}
 }
 
-// TestAnExecutorStepCostsFourRequests: the step for an executor that ended,
-// from an event that carried the ended job: the anchor read, the record and
-// the next job's create; the job's later Complete (after SuccessCriteriaMet)
+// TestAnExecutorStepsRequests: the step for an executor that ended, from an
+// event that carried the ended job: the anchor read, the record and the next
+// job's create, then the ended executor's log (its pods listed, its log read,
+// its job annotated); the job's later Complete (after SuccessCriteriaMet)
 // costs the anchor read alone.
-func TestAnExecutorStepCostsFourRequests(t *testing.T) {
+func TestAnExecutorStepsRequests(t *testing.T) {
 	prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
 	done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0)))
 	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
@@ -569,6 +570,8 @@ func TestAnExecutorStepCostsFourRequests(t *testing.T) {
 		"get configmaps task-1234abcd",
 		"patch configmaps task-1234abcd {progress,taskmaster-name}",
 		"create jobs ex-01",
+		"list pods",
+		"patch jobs ex-00 {executor-log}",
 		"get configmaps task-1234abcd",
 	}
 	if got := api.requests(); !slices.Equal(got, want) {
@@ -581,5 +584,45 @@ func TestAnExecutorStepCostsFourRequests(t *testing.T) {
 	}
 	if n := api2.count("get", "jobs", done.Name); n != 1 {
 		t.Errorf("%d reads of the job without it in the event, want 1", n)
+	}
+}
+
+// TestEndedExecutorIsRecorded: the step past an executor that failed
+// (ignoring errors) copies its last pod's exit code, times and streams onto
+// its job, after it created the next executor; the view then reads the
+// record when the pod is gone.
+func TestEndedExecutorIsRecorded(t *testing.T) {
+	prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
+	ended := owned(ignoring(failed("ex-00")))
+	pod := terminatedPod("ex-00", ago(30*time.Minute), ago(29*time.Minute), ago(21*time.Minute), 3)
+	pod.Namespace = testNS
+	pod.Spec.Containers = []corev1.Container{{Name: "executor"}}
+	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), ended, pod)
+	r := testRunner(api, DefaultConfig())
+	ctx := testCtx(t)
+	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: ended.Name, Seen: ended}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := api.requests()
+	if i, k := slices.Index(reqs, "create jobs ex-01"), slices.Index(reqs, "patch jobs ex-00 {executor-log}"); i < 0 || k < i {
+		t.Fatalf("requests %v: want ex-01 created, then ex-00's log recorded", reqs)
+	}
+	j, err := api.BatchV1().Jobs(testNS).Get(ctx, ended.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := RecordedLog(j)
+	if !ok {
+		t.Fatalf("no record on %s: %v", j.Name, j.Annotations)
+	}
+	// The fake clientset answers every log request with "fake logs", as a
+	// node that does not serve the streams apart: stdout holds the log.
+	want := tesv1.ExecutorLog{StartTime: rfc(ago(29 * time.Minute)), EndTime: rfc(ago(21 * time.Minute)), ExitCode: 3, Stdout: "fake logs"}
+	if rec != want {
+		t.Errorf("record %+v, want %+v", rec, want)
+	}
+	v := BuildView(anchorWith(&prog), jobsOf(j), nil, DefaultConfig(), t0)
+	if got := v.Logs[0].Logs; len(got) != 1 || got[0] != want {
+		t.Errorf("view without pods %s, want the record", show(got))
 	}
 }

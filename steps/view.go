@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,38 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TesTask is the TES 1.1 view of a task (tesTask, the fields this service
-// knows).
-type TesTask struct {
-	ID           string    `json:"id"`
-	State        string    `json:"state"`
-	CreationTime string    `json:"creation_time,omitempty"`
-	Logs         []TaskLog `json:"logs"`
-}
-
-// TaskLog is TES 1.1 tesTaskLog.
-type TaskLog struct {
-	Logs       []ExecutorLog     `json:"logs"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	StartTime  string            `json:"start_time,omitempty"`
-	EndTime    string            `json:"end_time,omitempty"`
-	Outputs    []FileLog         `json:"outputs"`
-	SystemLogs []string          `json:"system_logs,omitempty"`
-}
-
-// ExecutorLog is TES 1.1 tesExecutorLog, without stdout and stderr (the
-// executors' pod logs hold them).
-type ExecutorLog struct {
-	StartTime string `json:"start_time,omitempty"`
-	EndTime   string `json:"end_time,omitempty"`
-	ExitCode  *int32 `json:"exit_code,omitempty"`
-}
-
 // BuildView derives the TES view from the cluster, as the TESK API derives
-// it: the state from the anchor or the jobs, each executor's exit code and
-// times from its job's last pod, the uploaded files from the outputs filer's
-// annotation, and why the task stopped.
-func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*corev1.Pod, cfg Config, now time.Time) TesTask {
+// it: the state from the anchor or the jobs; one executor log per executor
+// whose job was created, in the executors' order, from the record its end
+// left on the job or else from its last pod; the uploaded files from the
+// outputs filer's annotation; and why the task stopped. The logs keep the
+// recorded ends of stdout and stderr; a reader that shows fewer fields
+// (the TES API's MINIMAL and BASIC views) leaves them out.
+func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*corev1.Pod, cfg Config, now time.Time) tesv1.Task {
 	if pods == nil {
 		pods = []*corev1.Pod{}
 	}
@@ -58,9 +35,9 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 			state = tesv1.StateCanceling
 		}
 	}
-	log := TaskLog{
-		Logs:      []ExecutorLog{},
-		Outputs:   []FileLog{},
+	log := tesv1.TaskLog{
+		Logs:      []tesv1.ExecutorLog{},
+		Outputs:   []tesv1.OutputFileLog{},
 		StartTime: rfc3339(anchor.CreationTimestamp.Time),
 	}
 	if ended := anchor.Annotations[taskmeta.AnnotationEnded]; ended != "" {
@@ -69,19 +46,7 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 	if reason := anchor.Annotations[taskmeta.AnnotationReason]; reason != "" {
 		log.SystemLogs = strings.Split(reason, "\n")
 	}
-	var execParts []string
-	for part := range jobs {
-		if _, ok := taskmeta.ExecutorIndex(part); ok {
-			execParts = append(execParts, part)
-		}
-	}
-	// In the executors' order: ex-100 comes after ex-99.
-	sort.Slice(execParts, func(i, k int) bool {
-		a, _ := taskmeta.ExecutorIndex(execParts[i])
-		b, _ := taskmeta.ExecutorIndex(execParts[k])
-		return a < b
-	})
-	for _, part := range execParts {
+	for _, part := range ExecutorParts(jobs) {
 		log.Logs = append(log.Logs, executorLog(jobs[part], podsOfJob(pods, jobs[part].Name)))
 	}
 	if j := jobs[taskmeta.PartOutputsFiler]; j != nil {
@@ -91,40 +56,91 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 			}
 		}
 	}
-	return TesTask{
+	return tesv1.Task{
 		ID:           anchor.Name,
 		State:        state,
 		CreationTime: rfc3339(anchor.CreationTimestamp.Time),
-		Logs:         []TaskLog{log},
+		Logs:         []tesv1.TaskLog{log},
 	}
 }
 
-func executorLog(job *batchv1.Job, pods []*corev1.Pod) ExecutorLog {
-	var l ExecutorLog
-	if job.Status.StartTime != nil {
+// ExecutorParts are the executors' parts among a task's jobs, in the
+// executors' order (ex-100 comes after ex-99): the order of the executor
+// logs.
+func ExecutorParts(jobs map[string]*batchv1.Job) []string {
+	var parts []string
+	for part, j := range jobs {
+		if _, ok := taskmeta.ExecutorIndex(part); ok && j != nil {
+			parts = append(parts, part)
+		}
+	}
+	sort.Slice(parts, func(i, k int) bool {
+		a, _ := taskmeta.ExecutorIndex(parts[i])
+		b, _ := taskmeta.ExecutorIndex(parts[k])
+		return a < b
+	})
+	return parts
+}
+
+// executorLog is an executor's log: the record its end left on the job, or
+// what its last pod tells (its exit code once it ended; while it runs, 0
+// and no end time). An ended job without a record or a pod that tells has
+// the exit code UnknownExitCode, unless it completed (its container exited
+// 0).
+func executorLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
+	if l, ok := RecordedLog(job); ok {
+		return l
+	}
+	l, ended := podLog(pods)
+	if !ended {
+		switch taskmeta.StatusOf(job) {
+		case taskmeta.JobComplete:
+			l.ExitCode = 0
+		case taskmeta.JobFailed:
+			l.ExitCode = UnknownExitCode
+		}
+	}
+	if l.StartTime == "" && job.Status.StartTime != nil {
 		l.StartTime = rfc3339(job.Status.StartTime.Time)
 	}
-	if job.Status.CompletionTime != nil {
-		l.EndTime = rfc3339(job.Status.CompletionTime.Time)
+	if l.EndTime == "" {
+		l.EndTime = rfc3339(jobEnd(job))
 	}
-	// The last pod that ran tells the executor's exit code.
+	return l
+}
+
+// podLog is what the last pod that ran tells of its executor: the exit code
+// and times of its container once it ended (true), its start while it runs.
+func podLog(pods []*corev1.Pod) (tesv1.ExecutorLog, bool) {
+	var l tesv1.ExecutorLog
+	pods = slices.Clone(pods)
 	sort.Slice(pods, func(i, k int) bool { return pods[i].CreationTimestamp.Before(&pods[k].CreationTimestamp) })
 	for i := len(pods) - 1; i >= 0; i-- {
 		for _, cs := range pods[i].Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil {
-				code := t.ExitCode
-				l.ExitCode = &code
+				l.ExitCode = t.ExitCode
 				l.StartTime = rfc3339(t.StartedAt.Time)
 				l.EndTime = rfc3339(t.FinishedAt.Time)
-				return l
+				return l, true
 			}
 			if r := cs.State.Running; r != nil {
 				l.StartTime = rfc3339(r.StartedAt.Time)
-				return l
+				return l, false
 			}
 		}
 	}
-	return l
+	return l, false
+}
+
+// LastPod is the job's pod created last, or nil.
+func LastPod(pods []*corev1.Pod, job string) *corev1.Pod {
+	var last *corev1.Pod
+	for _, p := range podsOfJob(pods, job) {
+		if last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp) {
+			last = p
+		}
+	}
+	return last
 }
 
 func rfc3339(t time.Time) string {
@@ -135,10 +151,10 @@ func rfc3339(t time.Time) string {
 }
 
 // View reads a task and returns its TES view.
-func (r *Runner) View(ctx context.Context, ns, task string) (TesTask, error) {
+func (r *Runner) View(ctx context.Context, ns, task string) (tesv1.Task, error) {
 	anchor, err := r.getAnchor(ctx, ns, task)
 	if err != nil {
-		return TesTask{}, err
+		return tesv1.Task{}, err
 	}
 	sel := metav1.ListOptions{LabelSelector: taskSelector(task)}
 	var jobs *batchv1.JobList
@@ -146,14 +162,32 @@ func (r *Runner) View(ctx context.Context, ns, task string) (TesTask, error) {
 		jobs, err = r.Client.BatchV1().Jobs(ns).List(ctx, sel)
 		return err
 	}); err != nil {
-		return TesTask{}, err
+		return tesv1.Task{}, err
 	}
 	var pods *corev1.PodList
 	if err := r.call(ctx, func(ctx context.Context) (err error) {
 		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, sel)
 		return err
 	}); err != nil {
-		return TesTask{}, err
+		return tesv1.Task{}, err
 	}
 	return BuildView(anchor.ObjectMeta, jobsByPart(task, jobs.Items), podPointers(pods.Items), r.Config, r.now()), nil
+}
+
+// jobEnd is when the job ended: its completion time, else when it first
+// counted as complete or failed; zero while it runs.
+func jobEnd(j *batchv1.Job) time.Time {
+	if j.Status.CompletionTime != nil {
+		return j.Status.CompletionTime.Time
+	}
+	var t time.Time
+	for _, c := range j.Status.Conditions {
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet, batchv1.JobFailed, batchv1.JobFailureTarget:
+			if c.Status == corev1.ConditionTrue && (t.IsZero() || c.LastTransitionTime.Time.Before(t)) {
+				t = c.LastTransitionTime.Time
+			}
+		}
+	}
+	return t
 }

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -103,9 +104,9 @@ func TestBuildViewExecutors(t *testing.T) {
 		runningPod("ex-02", ago(4*time.Minute), ex2Start),
 	)
 	v := BuildView(anchor, jobs, ps, DefaultConfig(), t0)
-	want := []ExecutorLog{
-		{StartTime: rfc(ex0Start), EndTime: rfc(ex0End), ExitCode: ptr(int32(0))},
-		{StartTime: rfc(ex1Start), EndTime: rfc(ex1End), ExitCode: ptr(int32(3))},
+	want := []tesv1.ExecutorLog{
+		{StartTime: rfc(ex0Start), EndTime: rfc(ex0End), ExitCode: 0},
+		{StartTime: rfc(ex1Start), EndTime: rfc(ex1End), ExitCode: 3},
 		{StartTime: rfc(ex2Start)},
 	}
 	if got := v.Logs[0].Logs; !reflect.DeepEqual(got, want) {
@@ -120,10 +121,45 @@ func TestBuildViewExecutorWithoutPods(t *testing.T) {
 	j := running("ex-00")
 	anchor := anchorWith(ptr(progressOf([]string{"ex-00"}, "ev", ago(5*time.Minute), "ex-00")))
 	v := BuildView(anchor, jobsOf(j), nil, DefaultConfig(), t0)
-	want := []ExecutorLog{{StartTime: rfc(j.Status.StartTime.Time)}}
+	want := []tesv1.ExecutorLog{{StartTime: rfc(j.Status.StartTime.Time)}}
 	if got := v.Logs[0].Logs; !reflect.DeepEqual(got, want) {
 		t.Errorf("executor logs %s, want the job's start time %s", show(got), show(want))
 	}
+}
+
+// TestBuildViewExecutorsOutlivePods: an executor's log comes from the
+// record its end left on its job, whatever its pods say, and without pods;
+// an ended job without record or pod has the exit code it must have had (0
+// for a completed one) or UnknownExitCode, and an end time.
+func TestBuildViewExecutorsOutlivePods(t *testing.T) {
+	anchor := anchorWith(ptr(progressOf([]string{"ex-00", "ex-01", "ex-02"}, "ev", ago(5*time.Minute), "ex-00", "ex-01", "ex-02")))
+	rec := tesv1.ExecutorLog{StartTime: rfc(ago(9 * time.Minute)), EndTime: rfc(ago(8 * time.Minute)), ExitCode: 2, Stdout: "out\n", Stderr: "err\n"}
+	b, _ := json.Marshal(rec)
+	failedJob := ignoring(failed("ex-01"))
+	jobs := jobsOf(annotate(ignoring(failed("ex-00")), taskmeta.AnnotationExecutorLog, string(b)), failedJob, completed("ex-02"))
+	// A pod of ex-00 that says otherwise is not read: the record wins.
+	ps := pods(terminatedPod("ex-00", ago(10*time.Minute), ago(10*time.Minute), ago(9*time.Minute), 7))
+	v := BuildView(anchor, jobs, ps, DefaultConfig(), t0)
+	got := v.Logs[0].Logs
+	if len(got) != 3 {
+		t.Fatalf("executor logs %s, want 3", show(got))
+	}
+	if !reflect.DeepEqual(got[0], rec) {
+		t.Errorf("ex-00 %s, want the record %s", show(got[:1]), show([]tesv1.ExecutorLog{rec}))
+	}
+	if got[1].ExitCode != UnknownExitCode || got[1].EndTime == "" {
+		t.Errorf("ex-01 (failed, no pod, no record) %s, want exit code %d and an end time", show(got[1:2]), UnknownExitCode)
+	}
+	if got[2].ExitCode != 0 || got[2].EndTime == "" {
+		t.Errorf("ex-02 (completed, no pod) %s, want exit code 0 and an end time", show(got[2:]))
+	}
+	t.Run("an unreadable record: read as if there were none", func(t *testing.T) {
+		jobs := jobsOf(annotate(completed("ex-00"), taskmeta.AnnotationExecutorLog, "{"))
+		v := BuildView(anchor, jobs, ps, DefaultConfig(), t0)
+		if l := v.Logs[0].Logs; len(l) != 1 || l[0].ExitCode != 7 {
+			t.Errorf("executor logs %s, want the pod's exit code 7", show(l))
+		}
+	})
 }
 
 // TestBuildViewExecutorOrder: the executors are listed in their order, also
@@ -145,14 +181,14 @@ func TestBuildViewExecutorOrder(t *testing.T) {
 		t.Fatalf("%d executor logs, want %d", len(v.Logs[0].Logs), n)
 	}
 	for i, l := range v.Logs[0].Logs {
-		if l.ExitCode == nil || *l.ExitCode != int32(i%256) {
-			t.Fatalf("executor log %d is %s, want executor %d's", i, show([]ExecutorLog{l}), i)
+		if l.ExitCode != int32(i%256) {
+			t.Fatalf("executor log %d is %s, want executor %d's", i, show([]tesv1.ExecutorLog{l}), i)
 		}
 	}
 }
 
 func TestBuildViewOutputs(t *testing.T) {
-	files := []FileLog{{URL: "s3://b/out.txt", Path: "/data/out/out.txt", SizeBytes: "5"}}
+	files := []tesv1.OutputFileLog{{URL: "s3://b/out.txt", Path: "/data/out/out.txt", SizeBytes: "5"}}
 	anchor := anchorWith(ptr(progressOf(fullParts, "ev", ago(time.Hour), fullParts...)), taskmeta.AnnotationState, tesv1.StateComplete, taskmeta.AnnotationEnded, rfc(ago(time.Minute)))
 	outputs := annotate(completed(taskmeta.PartOutputsFiler), taskmeta.AnnotationOutputFileLogs, `[{"url":"s3://b/out.txt","path":"/data/out/out.txt","size_bytes":"5"}]`)
 	v := BuildView(anchor, jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"), completed("ex-01"), outputs), nil, DefaultConfig(), t0)
@@ -175,14 +211,10 @@ func TestBuildViewOutputs(t *testing.T) {
 	})
 }
 
-func show(ls []ExecutorLog) string {
+func show(ls []tesv1.ExecutorLog) string {
 	s := ""
 	for _, l := range ls {
-		code := "-"
-		if l.ExitCode != nil {
-			code = fmt.Sprint(*l.ExitCode)
-		}
-		s += fmt.Sprintf("{%s %s %s} ", l.StartTime, l.EndTime, code)
+		s += fmt.Sprintf("{%s %s %d out %q err %q} ", l.StartTime, l.EndTime, l.ExitCode, l.Stdout, l.Stderr)
 	}
 	return s
 }

@@ -46,6 +46,10 @@ const (
 	// AnnotationTTL (anchor) is the task's TTL in seconds ("none" for no
 	// TTL), fixed by the first write on the task (TASK_TTL_SECONDS then).
 	AnnotationTTL = AnnotationPrefix + "ttl-seconds"
+	// AnnotationExecutorLog (executor job) is the executor's TES log as the
+	// step that saw the job end recorded it: exit code, times, and the ends
+	// of stdout and stderr (JSON), so that they outlive the job's pods.
+	AnnotationExecutorLog = AnnotationPrefix + "executor-log"
 	// AnnotationFailed (job) says why and when the service failed the job.
 	AnnotationFailed = AnnotationPrefix + "failed"
 	// AnnotationFailedAt (job) is when the service failed the job (RFC 3339).

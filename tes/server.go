@@ -50,9 +50,6 @@ const (
 	MaxPageSize     = 2048
 )
 
-// DefaultLogTailBytes bounds each executor's stdout in the FULL view.
-const DefaultLogTailBytes = 64 << 10
-
 // Config is the TES API's configuration.
 type Config struct {
 	// Namespace holds the tasks.
@@ -63,7 +60,8 @@ type Config struct {
 	// Info is the service-info (type, and the backend parameters, are set
 	// by the service).
 	Info tesv1.ServiceInfo
-	// LogTailBytes bounds each executor's stdout in the FULL view.
+	// LogTailBytes bounds each of a running executor's streams in the FULL
+	// view (0: steps.DefaultLogTailBytes).
 	LogTailBytes int
 	// Steps is the handler's configuration, for the state derivation.
 	Steps steps.Config
@@ -424,72 +422,46 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 	return out
 }
 
-// taskLogs converts the view's log: an executor's log once its exit code is
-// known (the specification requires one); FULL adds each executor's stdout,
-// a bounded tail of its last pod's log, and the system logs.
-func (s *Server) taskLogs(ctx context.Context, v steps.TesTask, jobs map[string]*batchv1.Job, pods []*corev1.Pod, view string) []tesv1.TaskLog {
-	var execParts []string
-	for part := range jobs {
-		if _, ok := taskmeta.ExecutorIndex(part); ok {
-			execParts = append(execParts, part)
-		}
-	}
-	sort.Slice(execParts, func(i, k int) bool {
-		a, _ := taskmeta.ExecutorIndex(execParts[i])
-		b, _ := taskmeta.ExecutorIndex(execParts[k])
-		return a < b
-	})
-	var logs []tesv1.TaskLog
-	for _, l := range v.Logs {
-		tl := tesv1.TaskLog{Logs: []tesv1.ExecutorLog{}, Outputs: []tesv1.OutputFileLog{}, Metadata: l.Metadata, StartTime: l.StartTime, EndTime: l.EndTime}
-		for i, el := range l.Logs {
-			if el.ExitCode == nil {
+// taskLogs keeps of the view's log what the view shows: every executor's
+// log, in the executors' order; FULL adds the ends of each executor's stdout
+// and stderr (recorded on its job once it ended, read from its pod while it
+// runs) and the system logs.
+func (s *Server) taskLogs(ctx context.Context, v tesv1.Task, jobs map[string]*batchv1.Job, pods []*corev1.Pod, view string) []tesv1.TaskLog {
+	parts := steps.ExecutorParts(jobs)
+	logs := v.Logs
+	for i := range logs {
+		for k := range logs[i].Logs {
+			el := &logs[i].Logs[k]
+			if view != tesv1.ViewFull {
+				el.Stdout, el.Stderr = "", ""
 				continue
 			}
-			out := tesv1.ExecutorLog{StartTime: el.StartTime, EndTime: el.EndTime, ExitCode: *el.ExitCode}
-			if view == tesv1.ViewFull && i < len(execParts) {
-				out.Stdout = s.stdout(ctx, jobs[execParts[i]].Name, pods)
+			if k >= len(parts) {
+				continue
 			}
-			tl.Logs = append(tl.Logs, out)
+			if _, recorded := steps.RecordedLog(jobs[parts[k]]); !recorded {
+				el.Stdout, el.Stderr = s.liveLog(ctx, jobs[parts[k]].Name, pods)
+			}
 		}
-		for _, f := range l.Outputs {
-			tl.Outputs = append(tl.Outputs, tesv1.OutputFileLog{URL: f.URL, Path: f.Path, SizeBytes: f.SizeBytes})
+		if view != tesv1.ViewFull {
+			logs[i].SystemLogs = nil
 		}
-		if view == tesv1.ViewFull {
-			tl.SystemLogs = l.SystemLogs
-		}
-		logs = append(logs, tl)
 	}
 	return logs
 }
 
-// stdout is the tail of the log of a job's last pod; "" if it cannot be read.
-func (s *Server) stdout(ctx context.Context, job string, pods []*corev1.Pod) string {
-	var last *corev1.Pod
-	for _, p := range pods {
-		if p.Labels[batchv1.JobNameLabel] == job && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
-			last = p
-		}
+// liveLog is the end of the streams of a job's last pod; "" if it cannot be
+// read.
+func (s *Server) liveLog(ctx context.Context, job string, pods []*corev1.Pod) (stdout, stderr string) {
+	last := steps.LastPod(pods, job)
+	if last == nil || len(last.Spec.Containers) == 0 {
+		return "", ""
 	}
-	if last == nil {
-		return ""
-	}
-	limit := s.Config.LogTailBytes
-	if limit <= 0 {
-		limit = DefaultLogTailBytes
-	}
-	// The tail in lines, bounded again in bytes: the API server cannot cut a
-	// log from its end by bytes.
-	tail := int64(limit/16 + 1)
-	raw, err := s.Client.CoreV1().Pods(s.Config.Namespace).GetLogs(last.Name, &corev1.PodLogOptions{TailLines: &tail}).Do(ctx).Raw()
+	stdout, stderr, _, err := steps.ExecutorLog(ctx, s.Client, s.Config.Namespace, last.Name, last.Spec.Containers[0].Name, s.Config.LogTailBytes)
 	if err != nil {
 		s.Log.Debugw("Executor log not readable", "pod", last.Name, "error", err)
-		return ""
 	}
-	if len(raw) > limit {
-		raw = raw[len(raw)-limit:]
-	}
-	return strings.ToValidUTF8(string(raw), "")
+	return stdout, stderr
 }
 
 var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

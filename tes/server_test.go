@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -449,27 +450,34 @@ func FuzzParseListQuery(f *testing.F) {
 	})
 }
 
-// The task log from the jobs and pods: an executor that ended is logged with
-// its exit code and times, one still running is not (the specification
-// requires an exit code); FULL adds its log's tail as stdout.
+// The task log from the jobs and pods: one executor log per executor whose
+// job was created, in order: one that ended and was recorded (its pod gone)
+// from the record, one that ended without a record and one that runs from
+// their pods (the running one with exit code 0 and no end time). FULL adds
+// the recorded streams, or the pod's log's ends; BASIC leaves them out.
 func TestTaskLogFromJobsAndPods(t *testing.T) {
 	a := newAPITest(t)
-	_, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"a","command":["x"]},{"image":"b","command":["y"]}]}`)
+	_, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"a","command":["x"]},{"image":"b","command":["y"]},{"image":"c","command":["z"]}]}`)
 	id := body["id"].(string)
 	ctx := context.Background()
 	cm, _ := a.client.CoreV1().ConfigMaps("tes").Get(ctx, id, metaGet)
-	prog := steps.Progress{Parts: []string{"ex-00", "ex-01"}, Started: []string{"ex-00", "ex-01"}, Done: []string{"ex-00"}}
+	prog := steps.Progress{Parts: []string{"ex-00", "ex-01", "ex-02"}, Started: []string{"ex-00", "ex-01", "ex-02"}, Done: []string{"ex-00", "ex-01"}}
 	cm.Annotations[taskmeta.AnnotationProgress] = prog.String()
 	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start, end := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(1060, 0))
-	for i, done := range []bool{true, false} {
+	record := `{"start_time":"1970-01-01T00:10:00Z","end_time":"1970-01-01T00:11:00Z","stdout":"out\n","stderr":"err\n","exit_code":2}`
+	for i, kind := range []string{"recorded", "ended", "running"} {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-ex-%02d", id, i), Namespace: "tes",
 			Labels: map[string]string{taskmeta.LabelTask: id}, OwnerReferences: []metav1.OwnerReference{{UID: cm.UID, Kind: "ConfigMap", Name: id}}}}
 		job.Status.StartTime = &start
 		cs := corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}}
-		if done {
+		switch kind {
+		case "recorded":
+			job.Annotations = map[string]string{taskmeta.AnnotationExecutorLog: record, taskmeta.AnnotationIgnoreError: "true"}
+			job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+		case "ended":
 			job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
 			job.Status.Succeeded = 1
 			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: start, FinishedAt: end}}
@@ -477,29 +485,51 @@ func TestTaskLogFromJobsAndPods(t *testing.T) {
 		if _, err := a.client.BatchV1().Jobs("tes").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		if kind == "recorded" {
+			continue // its pod is gone
+		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-abcde", Namespace: "tes",
 			Labels: map[string]string{taskmeta.LabelTask: id, batchv1.JobNameLabel: job.Name}},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "executor"}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs}}}
 		if _, err := a.client.CoreV1().Pods("tes").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	executorLogs := func(task map[string]any) []map[string]any {
+		var out []map[string]any
+		for _, l := range task["logs"].([]any)[0].(map[string]any)["logs"].([]any) {
+			out = append(out, l.(map[string]any))
+		}
+		return out
+	}
 	_, basic := a.do(http.MethodGet, "/tasks/"+id+"?view=BASIC", "")
 	if basic["state"] != tesv1.StateRunning {
 		t.Errorf("state %v", basic["state"])
 	}
-	logs := basic["logs"].([]any)[0].(map[string]any)["logs"].([]any)
-	if len(logs) != 1 {
-		t.Fatalf("executor logs %v: want only the one that ended", logs)
+	logs := executorLogs(basic)
+	if len(logs) != 3 {
+		t.Fatalf("executor logs %v: want one per executor started", logs)
 	}
-	l := logs[0].(map[string]any)
-	if l["exit_code"] != 0.0 || l["start_time"] != "1970-01-01T00:16:40Z" || l["end_time"] != "1970-01-01T00:17:40Z" || l["stdout"] != nil {
-		t.Errorf("BASIC executor log %v", l)
+	want := []map[string]any{
+		{"exit_code": 2.0, "start_time": "1970-01-01T00:10:00Z", "end_time": "1970-01-01T00:11:00Z"},
+		{"exit_code": 0.0, "start_time": "1970-01-01T00:16:40Z", "end_time": "1970-01-01T00:17:40Z"},
+		{"exit_code": 0.0, "start_time": "1970-01-01T00:16:40Z"},
+	}
+	for i, l := range logs {
+		if !reflect.DeepEqual(l, want[i]) {
+			t.Errorf("BASIC executor log %d %v, want %v", i, l, want[i])
+		}
 	}
 	_, full := a.do(http.MethodGet, "/tasks/"+id+"?view=FULL", "")
-	l = full["logs"].([]any)[0].(map[string]any)["logs"].([]any)[0].(map[string]any)
-	if l["stdout"] != "fake logs" { // what the fake clientset answers for a pod's log
-		t.Errorf("FULL stdout %q", l["stdout"])
+	logs = executorLogs(full)
+	// The fake clientset answers every request for a pod's log with "fake
+	// logs", as a node that does not serve the streams apart: stdout holds
+	// the log, stderr is left out.
+	for i, w := range [][2]any{{"out\n", "err\n"}, {"fake logs", nil}, {"fake logs", nil}} {
+		if logs[i]["stdout"] != w[0] || logs[i]["stderr"] != w[1] {
+			t.Errorf("FULL executor log %d stdout %q stderr %q, want %q %q", i, logs[i]["stdout"], logs[i]["stderr"], w[0], w[1])
+		}
 	}
 }
 

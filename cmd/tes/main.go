@@ -123,7 +123,7 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 			Environment:      def("TES_ENVIRONMENT", ""),
 			Version:          def("TES_SERVICE_VERSION", "1.0.0"),
 		},
-		LogTailBytes: tes.DefaultLogTailBytes,
+		LogTailBytes: steps.DefaultLogTailBytes,
 	}
 	if s := def("TES_STORAGE", ""); s != "" {
 		for _, p := range strings.Split(s, ",") {
@@ -134,7 +134,7 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 	}
 	if s := def("TES_LOG_TAIL_BYTES", ""); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1<<20 {
+		if err != nil || n < 1 || n > steps.MaxLogTailBytes {
 			return cfg, fmt.Errorf("TES_LOG_TAIL_BYTES=%q is not a number of bytes from 1 to 1048576", s)
 		}
 		cfg.LogTailBytes = n

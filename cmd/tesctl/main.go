@@ -153,11 +153,20 @@ type task struct {
 	} `json:"logs"`
 }
 
-func (t *task) executorLogs() int {
+// endedExecutors is how many executors ended: the task log has one entry
+// per executor started, in order, and one that ended has its end time.
+func (t *task) endedExecutors() int {
 	if len(t.Logs) == 0 {
 		return 0
 	}
-	return len(t.Logs[0].Logs)
+	n := 0
+	for _, l := range t.Logs[0].Logs {
+		if l.EndTime == "" {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 func (t *task) systemLogs() []string {
@@ -683,7 +692,7 @@ func waitFor(ctx context.Context, c *client, ids []string, interval, timeout tim
 				state := fmt.Sprintf("%s: %s", id, t.State)
 				detail := ""
 				if n := len(t.Executors); n > 0 && (t.State == "RUNNING" || t.State == "INITIALIZING") {
-					detail = fmt.Sprintf(" · %d of %d executors done", t.executorLogs(), n)
+					detail = fmt.Sprintf(" · %d of %d executors done", t.endedExecutors(), n)
 				}
 				p.show(state+detail, fmt.Sprintf("%s%s · %s", state, detail, elapsed))
 				if final(t.State) {
@@ -691,7 +700,7 @@ func waitFor(ctx context.Context, c *client, ids []string, interval, timeout tim
 					code := exitCode(t.State)
 					if code != ExitComplete {
 						if full, err := c.get(ctx, id, "FULL"); err == nil {
-							for i := 0; i < full.executorLogs(); i++ {
+							for i := 0; i < full.endedExecutors(); i++ {
 								if ec := full.Logs[0].Logs[i].ExitCode; ec != 0 {
 									fmt.Fprintf(stderr, "%s: executor %d exited with code %d\n", id, i, ec)
 								}
@@ -732,10 +741,11 @@ func logsCmd(ctx context.Context, c *client) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print the executors' output",
-		Long: `Print the output of the task's executors (each one's stdout in the FULL view:
-on this service the tail of its pod's log, stdout and stderr together), or of
-one with --executor. With --follow, keep printing what comes until the
-executor (or the task) ends.`,
+		Long: `Print the output of the task's executors that ended (the end of each one's
+stdout on standard output and of its stderr on standard error, as the FULL
+view gives them), or of one with --executor. Where the cluster does not serve
+a container's streams apart, stdout holds both. With --follow, keep printing
+what comes until the executor (or the task) ends.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if follow {
@@ -750,20 +760,22 @@ executor (or the task) ends.`,
 				if executor >= len(t.Executors) {
 					return fmt.Errorf("%s has %d executors", args[0], len(t.Executors))
 				}
-				if executor < t.executorLogs() {
+				if executor < t.endedExecutors() {
 					fmt.Fprint(out, t.Logs[0].Logs[executor].Stdout)
+					fmt.Fprint(cmd.ErrOrStderr(), t.Logs[0].Logs[executor].Stderr)
 				}
 				return nil
 			}
-			for i := 0; i < t.executorLogs(); i++ {
+			for i := 0; i < t.endedExecutors(); i++ {
 				l := t.Logs[0].Logs[i]
 				fmt.Fprintf(out, "==> executor %d (exit code %d) <==\n%s", i, l.ExitCode, l.Stdout)
 				if l.Stdout != "" && !strings.HasSuffix(l.Stdout, "\n") {
 					fmt.Fprintln(out)
 				}
+				printStderr(cmd.ErrOrStderr(), i, l.Stderr)
 			}
-			if t.executorLogs() < len(t.Executors) && !final(t.State) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s is %s: executor %d has not ended (its output comes once it has; --follow waits)\n", args[0], t.State, t.executorLogs())
+			if t.endedExecutors() < len(t.Executors) && !final(t.State) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s is %s: executor %d has not ended (its output comes once it has; --follow waits)\n", args[0], t.State, t.endedExecutors())
 			}
 			return nil
 		},
@@ -794,7 +806,7 @@ func followLogs(ctx context.Context, c *client, id string, executor int, interva
 			if executor >= len(t.Executors) {
 				return fmt.Errorf("%s has %d executors", id, len(t.Executors))
 			}
-			for next < t.executorLogs() {
+			for next < t.endedExecutors() {
 				l := t.Logs[0].Logs[next]
 				if executor < 0 {
 					fmt.Fprintf(out, "==> executor %d (exit code %d) <==\n", next, l.ExitCode)
@@ -803,6 +815,7 @@ func followLogs(ctx context.Context, c *client, id string, executor int, interva
 				if l.Stdout != "" && !strings.HasSuffix(l.Stdout, "\n") {
 					fmt.Fprintln(out)
 				}
+				printStderr(stderr, next, l.Stderr)
 				if next == executor {
 					return nil
 				}
@@ -824,5 +837,16 @@ func followLogs(ctx context.Context, c *client, id string, executor int, interva
 			return ctx.Err()
 		case <-time.After(interval):
 		}
+	}
+}
+
+// printStderr prints an executor's stderr, each line marked with the
+// executor, on the command's standard error.
+func printStderr(w io.Writer, executor int, stderr string) {
+	if stderr == "" {
+		return
+	}
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(stderr, "\n"), "\n") {
+		fmt.Fprintf(w, "executor %d stderr: %s\n", executor, strings.TrimSuffix(line, "\n"))
 	}
 }

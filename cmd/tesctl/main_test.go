@@ -112,13 +112,18 @@ func tesctl(t *testing.T, url string, stdin string, args ...string) (int, string
 }
 
 func execLog(code int, stdout string) map[string]any {
-	return map[string]any{"exit_code": code, "stdout": stdout}
+	return map[string]any{"exit_code": code, "stdout": stdout, "start_time": "2026-01-01T00:00:00Z", "end_time": "2026-01-01T00:01:00Z"}
 }
 
 func running(done int, n int) map[string]any {
 	var logs []any
 	for i := 0; i < done; i++ {
 		logs = append(logs, execLog(0, fmt.Sprintf("output of %d\n", i)))
+	}
+	if done < n {
+		// The executor that runs: in the log without an end time, its
+		// output so far not yet printed.
+		logs = append(logs, map[string]any{"exit_code": 0, "stdout": "partial output", "start_time": "2026-01-01T00:02:00Z"})
 	}
 	return map[string]any{"state": "RUNNING", "executors": make([]any, n), "logs": []any{map[string]any{"logs": logs, "outputs": []any{}}}}
 }
@@ -277,6 +282,16 @@ func TestLogs(t *testing.T) {
 	}
 	if code, _, _ := tesctl(t, url, "", "logs", "task-1", "--executor", "5"); code != ExitFailed {
 		t.Errorf("logs --executor 5: %d", code)
+	}
+	// stderr goes to standard error, each line marked with its executor.
+	failing := running(1, 1)
+	failing["state"] = "EXECUTOR_ERROR"
+	l := failing["logs"].([]any)[0].(map[string]any)["logs"].([]any)[0].(map[string]any)
+	l["exit_code"], l["stderr"] = 2, "no such file\nstopping\n"
+	f.script("task-err", failing)
+	code, out, errs = tesctl(t, url, "", "logs", "task-err")
+	if code != 0 || out != "==> executor 0 (exit code 2) <==\noutput of 0\n" || errs != "executor 0 stderr: no such file\nexecutor 0 stderr: stopping\n" {
+		t.Errorf("logs with stderr: %d %q %q", code, out, errs)
 	}
 	// --follow prints each executor as it ends, until the task ends.
 	done := running(3, 3)

@@ -425,7 +425,7 @@ func runTask(url, ns, task string) error {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(url + "/tasks/" + ns + "/" + task)
 		if err == nil {
-			var v steps.TesTask
+			var v tesv1.Task
 			_ = json.NewDecoder(resp.Body).Decode(&v)
 			resp.Body.Close()
 			switch v.State {

@@ -740,6 +740,9 @@ func (c *Cluster) apiServerArgs() []string {
 		// this plugin puts on new nodes; kwok's nodes are ready at once.
 		"--disable-admission-plugins=TaintNodesByCondition",
 		"--profiling=false",
+		// A container's stdout and stderr served apart, as the executors'
+		// TES logs read them where the cluster allows it.
+		"--feature-gates=PodLogsQuerySplitStreams=true",
 		"--endpoint-reconciler-type=" + reconciler,
 		"--max-requests-inflight=800",
 		"--max-mutating-requests-inflight=400",

@@ -717,6 +717,9 @@ podLogsDir: %s
 %sserializeImagePulls: false
 registerNode: true
 maxPods: 110
+# A container's stdout and stderr served apart (the executors' TES logs).
+featureGates:
+  PodLogsQuerySplitStreams: true
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:

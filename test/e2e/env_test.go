@@ -36,6 +36,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // shared is the cluster of every test of the package (see TestMain).
@@ -284,14 +285,14 @@ func (e *env) sweep() string {
 }
 
 // view reads the TES view of a task.
-func (e *env) view(task string) (steps.TesTask, int) {
+func (e *env) view(task string) (tesv1.Task, int) {
 	e.t.Helper()
 	resp, err := http.Get(e.url + "/tasks/" + e.ns + "/" + task)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var v steps.TesTask
+	var v tesv1.Task
 	if resp.StatusCode == http.StatusOK {
 		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 			e.t.Fatal(err)
@@ -301,10 +302,10 @@ func (e *env) view(task string) (steps.TesTask, int) {
 }
 
 // waitState waits until the task's TES state is want, and returns the view.
-func (e *env) waitState(task, want string, timeout time.Duration) steps.TesTask {
+func (e *env) waitState(task, want string, timeout time.Duration) tesv1.Task {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
-	var last steps.TesTask
+	var last tesv1.Task
 	for time.Now().Before(deadline) {
 		v, code := e.view(task)
 		if code == http.StatusOK {

@@ -122,7 +122,7 @@ func (e *env) handlerClient() kubernetes.Interface {
 
 func ptrTo[T any](v T) *T { return &v }
 
-func systemLogs(v steps.TesTask) string { return strings.Join(v.Logs[0].SystemLogs, "\n") }
+func systemLogs(v tesv1.Task) string { return strings.Join(v.Logs[0].SystemLogs, "\n") }
 
 // behaviour §8.2: the admission policy rejects failing a job whose pod
 // cannot start: it is deleted instead, and the task stops.

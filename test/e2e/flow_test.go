@@ -58,8 +58,7 @@ func TestTaskCompletesPastIgnoredError(t *testing.T) {
 		t.Fatalf("view logs: %+v", v.Logs)
 	}
 	for i, want := range []int32{0, 3, 0} {
-		got := v.Logs[0].Logs[i].ExitCode
-		if got == nil || *got != want {
+		if got := v.Logs[0].Logs[i].ExitCode; got != want {
 			t.Errorf("executor %d exit code %v, want %d", i, got, want)
 		}
 	}
@@ -99,7 +98,7 @@ func TestExecutorFailureStopsTask(t *testing.T) {
 		t.Errorf("the outputs filer was created: %v", err)
 	}
 	e.waitFor("the PVC to be deleted", 10*time.Second, func() bool { return e.pvcGone(task) })
-	if code := v.Logs[0].Logs[0].ExitCode; code == nil || *code != 2 {
+	if code := v.Logs[0].Logs[0].ExitCode; code != 2 {
 		t.Errorf("exit code %v, want 2", code)
 	}
 	if len(v.Logs[0].SystemLogs) == 0 || !strings.Contains(v.Logs[0].SystemLogs[0], task+"-ex-00") {

@@ -296,7 +296,7 @@ func TestRealNodeExitCodes(t *testing.T) {
 		task := "task-realexit3"
 		e.submit(task, noIO(taskJSON(realExecutor(task, 0, "busybox", "echo failing; exit 3"), realExecutor(task, 1, "busybox", "echo never"))))
 		v := e.waitState(task, tesv1.StateExecutorError, 3*time.Minute)
-		if n := len(v.Logs[0].Logs); n != 1 || v.Logs[0].Logs[0].ExitCode == nil || *v.Logs[0].Logs[0].ExitCode != 3 {
+		if n := len(v.Logs[0].Logs); n != 1 || v.Logs[0].Logs[0].ExitCode != 3 {
 			t.Errorf("executor logs %+v, want one with exit code 3", v.Logs[0].Logs)
 		}
 		if _, err := e.job(task + "-ex-01"); !apierrors.IsNotFound(err) {
@@ -314,9 +314,7 @@ func TestRealNodeExitCodes(t *testing.T) {
 		v := e.waitState(task, tesv1.StateComplete, 3*time.Minute)
 		var codes []int32
 		for _, l := range v.Logs[0].Logs {
-			if l.ExitCode != nil {
-				codes = append(codes, *l.ExitCode)
-			}
+			codes = append(codes, l.ExitCode)
 		}
 		if fmt.Sprint(codes) != "[1 0]" {
 			t.Errorf("exit codes %v, want [1 0]", codes)

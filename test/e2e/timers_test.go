@@ -24,7 +24,7 @@ import (
 )
 
 // sweepUntil posts a sweep every half second until the task reaches want.
-func (e *env) sweepUntil(task, want string, timeout time.Duration) steps.TesTask {
+func (e *env) sweepUntil(task, want string, timeout time.Duration) tesv1.Task {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -180,7 +180,7 @@ func TestUnschedulableExecutorIsDeleted(t *testing.T) {
 }
 
 // waitStateOrSweep waits for a state, sweeping meanwhile.
-func (e *env) waitStateOrSweep(task, want string, timeout time.Duration) steps.TesTask {
+func (e *env) waitStateOrSweep(task, want string, timeout time.Duration) tesv1.Task {
 	return e.sweepUntil(task, want, timeout)
 }
 

@@ -29,7 +29,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -376,7 +375,7 @@ func waitState(t *testing.T, url, want string, timeout time.Duration) {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(url)
 		if err == nil {
-			var v steps.TesTask
+			var v tesv1.Task
 			_ = json.NewDecoder(resp.Body).Decode(&v)
 			resp.Body.Close()
 			if state = v.State; state == want {

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -133,7 +132,7 @@ func waitComplete(t *testing.T, url string) {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(url)
 		if err == nil {
-			var v steps.TesTask
+			var v tesv1.Task
 			_ = json.NewDecoder(resp.Body).Decode(&v)
 			resp.Body.Close()
 			state = v.State

@@ -410,7 +410,7 @@
     // Why it stopped, first.
     const sys = log.system_logs || [];
     if (t.state === 'EXECUTOR_ERROR' || t.state === 'SYSTEM_ERROR' || t.state === 'CANCELED' || t.state === 'CANCELING' || (final && sys.length)) {
-      const failed = (log.logs || []).map((l, i) => [l, i]).filter(([l]) => l.exit_code !== 0);
+      const failed = (log.logs || []).map((l, i) => [l, i]).filter(([l]) => l.end_time && l.exit_code !== 0);
       const box = h('div', { class: 'reason' + (t.state.startsWith('CANCEL') ? ' cancelled' : ''), id: 'reason' },
         h('b', {}, t.state === 'EXECUTOR_ERROR' ? 'An executor failed' : t.state === 'SYSTEM_ERROR' ? 'The system stopped the task' : t.state === 'COMPLETE' ? 'Notes' : 'The task was cancelled'),
         failed.length && t.state === 'EXECUTOR_ERROR' ? h('p', {}, failed.map(([l, i]) => 'executor ' + i + ' exited with code ' + l.exit_code).join('; ') + '.') : null,
@@ -435,7 +435,10 @@
     out.push(h('h2', {}, 'Executors'));
     const steps = ((story && story.steps) || []).filter(s => s.kind === 'executor');
     (t.executors || []).forEach((ex, i) => {
-      const l = (log.logs || [])[i];
+      // An executor that runs has a log without an end time: its output so far.
+      const entry = (log.logs || [])[i];
+      const l = entry && entry.end_time ? entry : null;
+      const live = entry && !entry.end_time ? entry : null;
       const st = steps.find(s => s.executor === i);
       const status = l ? (l.exit_code === 0 ? 'exited 0' : 'exited ' + l.exit_code) : st ? st.status : 'not started';
       const code = l ? h('span', { class: 'exit-code ' + (l.exit_code === 0 ? 'ok' : 'bad') }, 'exit code ' + l.exit_code) : h('span', { class: 'muted exit-code' }, status);
@@ -447,8 +450,10 @@
         ex.workdir || ex.stdin || ex.stdout || ex.stderr ? h('div', { class: 'muted' },
           [['workdir', ex.workdir], ['stdin', ex.stdin], ['stdout', ex.stdout], ['stderr', ex.stderr]].filter(x => x[1]).map(x => x[0] + ' ' + x[1]).join(' · ')) : null,
         Object.keys(ex.env || {}).length ? h('div', { class: 'tags' }, Object.keys(ex.env).map(k => h('span', { class: 'tag' }, k + '=' + ex.env[k]))) : null,
-        l && l.stdout ? h('pre', { class: 'stdout' }, l.stdout) : l ? h('p', { class: 'muted' }, 'No output.')
-          : st && (st.status === 'running' || st.status === 'waiting') ? h('p', { class: 'muted' }, 'Its output shows here once it ends.') : null);
+        l && l.stdout ? h('pre', { class: 'stdout' }, l.stdout) : l && !l.stderr ? h('p', { class: 'muted' }, 'No output.')
+          : live && live.stdout ? [h('p', { class: 'muted' }, 'Its output so far:'), h('pre', { class: 'stdout' }, live.stdout)]
+          : !l && st && (st.status === 'running' || st.status === 'waiting') ? h('p', { class: 'muted' }, 'Its output shows here as it runs.') : null,
+        (l || live) && (l || live).stderr ? [h('p', { class: 'muted' }, 'stderr'), h('pre', { class: 'stdout stderr' }, (l || live).stderr)] : null);
       out.push(card);
     });
 

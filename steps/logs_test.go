@@ -1,0 +1,184 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+func TestTailBuffer(t *testing.T) {
+	cases := []struct {
+		name   string
+		limit  int
+		writes []string
+		want   string
+	}{
+		{"nothing", 4, nil, ""},
+		{"under the limit", 8, []string{"ab", "cd"}, "abcd"},
+		{"one write over", 4, []string{"abcdefgh"}, "efgh"},
+		{"many small writes", 4, []string{"a", "b", "c", "d", "e", "f", "g"}, "defg"},
+		{"a write that fills it", 3, []string{"ab", "cdef", "g"}, "efg"},
+		{"a character cut by the start is left out", 4, []string{"aé€x"}, "€x"},
+	}
+	for _, c := range cases {
+		b := &TailBuffer{Limit: c.limit}
+		for _, w := range c.writes {
+			if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+				t.Fatalf("%s: Write = %d, %v", c.name, n, err)
+			}
+			if len(b.buf) > 2*c.limit {
+				t.Fatalf("%s: holds %d bytes, limit %d", c.name, len(b.buf), c.limit)
+			}
+		}
+		if got := b.String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// FuzzTailBuffer: whatever is written, the buffer holds at most twice its
+// limit and gives the written bytes' end (as valid UTF-8).
+func FuzzTailBuffer(f *testing.F) {
+	f.Add([]byte("hello, world"), 5, 3)
+	f.Add([]byte("aé€x"), 2, 1)
+	f.Fuzz(func(t *testing.T, data []byte, limit, chunk int) {
+		if limit < 1 || limit > 1<<12 || chunk < 1 {
+			return
+		}
+		b := &TailBuffer{Limit: limit}
+		for i := 0; i < len(data); i += chunk {
+			_, _ = b.Write(data[i:min(i+chunk, len(data))])
+			if len(b.buf) > 2*limit {
+				t.Fatalf("holds %d bytes, limit %d", len(b.buf), limit)
+			}
+		}
+		got := b.String()
+		end := data[len(data)-min(limit, len(data)):]
+		if !utf8.ValidString(got) || len(got) > limit {
+			t.Fatalf("%q: not valid UTF-8 or over %d bytes", got, limit)
+		}
+		if utf8.Valid(end) && !strings.HasSuffix(string(end), got) {
+			t.Fatalf("%q is not the end of %q", got, end)
+		}
+	})
+}
+
+func TestEncodeRecordFits(t *testing.T) {
+	big := strings.Repeat("\x01", 100000) // 6 bytes each in JSON
+	l := tesv1.ExecutorLog{ExitCode: 1, Stdout: big + "out-end", Stderr: "err-end"}
+	v := encodeRecord(l, MaxRecordedLogBytes)
+	if len(v) > MaxRecordedLogBytes {
+		t.Fatalf("record of %d bytes, max %d", len(v), MaxRecordedLogBytes)
+	}
+	var back tesv1.ExecutorLog
+	if err := json.Unmarshal([]byte(v), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.ExitCode != 1 || !strings.HasSuffix(back.Stdout, "out-end") || back.Stderr != "err-end" {
+		t.Errorf("record %d, stdout ends %q, stderr %q: the ends must be kept", back.ExitCode, back.Stdout[max(0, len(back.Stdout)-7):], back.Stderr)
+	}
+	small := tesv1.ExecutorLog{ExitCode: 0, Stdout: "hi"}
+	if got := encodeRecord(small, MaxRecordedLogBytes); got != `{"stdout":"hi","exit_code":0}` {
+		t.Errorf("small record %s", got)
+	}
+}
+
+// logServer is an API server's pod log endpoint: it serves the streams apart
+// or, split false, refuses a stream as an API server without
+// PodLogsQuerySplitStreams does; ignoring, it serves the whole log whatever
+// stream is asked for, as kwok does.
+func logServer(t *testing.T, split bool, stdout, stderr string, ignoring ...bool) (kubernetes.Interface, *[]string) {
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/ns/pods/p/log" {
+			http.NotFound(w, r)
+			return
+		}
+		q := r.URL.Query()
+		mu.Lock()
+		asked = append(asked, q.Encode())
+		mu.Unlock()
+		stream := q.Get("stream")
+		if len(ignoring) > 0 && ignoring[0] {
+			stream = ""
+		}
+		switch {
+		case stream != "" && !split:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_ = json.NewEncoder(w).Encode(metav1.Status{Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
+				Message: `PodLogOptions "p" is invalid: stream: Forbidden: may not be specified`})
+		case stream == "Stdout":
+			fmt.Fprint(w, stdout)
+		case stream == "Stderr":
+			fmt.Fprint(w, stderr)
+		default:
+			fmt.Fprint(w, stdout+stderr)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &asked
+}
+
+func TestExecutorLogStreams(t *testing.T) {
+	ctx := context.Background()
+	t.Cleanup(func() { splitUnsupported.Store(false) })
+
+	splitUnsupported.Store(false)
+	c, _ := logServer(t, true, strings.Repeat("o", 100)+"OUT", "ERR")
+	out, errs, split, err := ExecutorLog(ctx, c, "ns", "p", "executor", 10)
+	if err != nil || !split || out != "ooooooo"+"OUT" || errs != "ERR" {
+		t.Errorf("split streams: %q %q %v %v", out, errs, split, err)
+	}
+
+	// The same line on both streams is told from a node that ignores the
+	// stream asked for.
+	c, _ = logServer(t, true, "same\n", "same\n")
+	if out, errs, split, err := ExecutorLog(ctx, c, "ns", "p", "executor", 1024); err != nil || !split || out != "same\n" || errs != "same\n" {
+		t.Errorf("equal streams: %q %q %v %v", out, errs, split, err)
+	}
+	c, _ = logServer(t, true, "out\n", "err\n", true)
+	if out, errs, split, err := ExecutorLog(ctx, c, "ns", "p", "executor", 1024); err != nil || split || out != "out\nerr\n" || errs != "" {
+		t.Errorf("a node that ignores the stream: %q %q %v %v", out, errs, split, err)
+	}
+
+	c, asked := logServer(t, false, "out\n", "err\n")
+	out, errs, split, err = ExecutorLog(ctx, c, "ns", "p", "executor", 1024)
+	if err != nil || split || out != "out\nerr\n" || errs != "" {
+		t.Errorf("interleaved: %q %q %v %v", out, errs, split, err)
+	}
+	// Once refused, the streams are not asked for apart again.
+	*asked = nil
+	if _, _, split, err = ExecutorLog(ctx, c, "ns", "p", "executor", 1024); err != nil || split || len(*asked) != 1 || strings.Contains((*asked)[0], "stream") {
+		t.Errorf("after a refusal: asked %v, split %v, %v", *asked, split, err)
+	}
+	if !strings.Contains((*asked)[0], "tailLines=65") {
+		t.Errorf("the interleaved log is asked for by its last lines: %v", *asked)
+	}
+
+	splitUnsupported.Store(false)
+	_, _, _, err = ExecutorLog(ctx, c, "ns", "gone", "executor", 1024)
+	if err == nil {
+		t.Error("a pod that is not there: no error")
+	}
+	if splitUnsupported.Load() {
+		t.Error("a missing pod turned the split streams off")
+	}
+}
