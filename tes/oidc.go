@@ -2,6 +2,9 @@ package tes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,23 +14,53 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 )
 
-// OIDC authenticates callers by their OIDC bearer tokens: signed by the
-// issuer's keys (fetched from its discovery document, refreshed when an
-// unknown key appears), for the audience, not expired. The token's subject
-// owns the tasks it creates; a member of AdminGroup (in the claim
-// GroupsClaim) sees every task.
+// OIDC authenticates callers by their OIDC bearer tokens. A JWT is verified
+// here: signed by the issuer's keys (fetched from its discovery document,
+// refreshed when an unknown key appears), for the audience, not expired.
+// Any other token (an opaque access token, as ELIXIR AAI issues) is sent to
+// the issuer's userinfo endpoint, whose answer names the caller; answers are
+// kept a short while (UserInfoTTL), keyed by the token's SHA-256. The
+// subject owns the tasks it creates; a member of AdminGroup (in the claim
+// GroupsClaim, of the token or of the userinfo) sees every task.
 type OIDC struct {
 	verifier    *oidc.IDTokenVerifier
 	groupsClaim string
 	adminGroup  string
+
+	// userinfo is nil when opaque tokens are refused.
+	userinfo *userInfo
 }
+
+// Opaque token modes (OIDCConfig.OpaqueTokens).
+const (
+	// OpaqueUserInfo: tokens that are not JWTs are checked at the issuer's
+	// userinfo endpoint (an issuer without one is an error).
+	OpaqueUserInfo = "userinfo"
+	// OpaqueOff: only JWTs are accepted.
+	OpaqueOff = "off"
+)
+
+// DefaultUserInfoTTL is how long a userinfo answer is kept.
+const DefaultUserInfoTTL = time.Minute
+
+// maxUserInfoCache bounds the userinfo answers kept.
+const maxUserInfoCache = 10000
 
 // OIDCConfig is the access control's configuration.
 type OIDCConfig struct {
 	Issuer, Audience        string
 	GroupsClaim, AdminGroup string
+	// OpaqueTokens is OpaqueUserInfo or OpaqueOff; "" is OpaqueUserInfo
+	// when the issuer's discovery document names a userinfo endpoint, else
+	// OpaqueOff.
+	OpaqueTokens string
+	// UserInfoTTL is how long a userinfo answer (an accepted or a refused
+	// token) is kept (DefaultUserInfoTTL if 0).
+	UserInfoTTL time.Duration
 	// Client fetches the issuer's documents (a client with a timeout if
 	// nil).
 	Client *http.Client
@@ -39,6 +72,9 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 	if c.Issuer == "" || c.Audience == "" {
 		return nil, errors.New("OIDC needs an issuer and an audience")
 	}
+	if c.OpaqueTokens != "" && c.OpaqueTokens != OpaqueUserInfo && c.OpaqueTokens != OpaqueOff {
+		return nil, fmt.Errorf("opaque tokens %q: use %s or %s", c.OpaqueTokens, OpaqueUserInfo, OpaqueOff)
+	}
 	client := c.Client
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
@@ -48,12 +84,36 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OIDC issuer %s: %w", c.Issuer, err)
 	}
-	return &OIDC{
+	o := &OIDC{
 		verifier:    p.Verifier(&oidc.Config{ClientID: c.Audience}),
 		groupsClaim: c.GroupsClaim,
 		adminGroup:  c.AdminGroup,
-	}, nil
+	}
+	switch {
+	case c.OpaqueTokens == OpaqueUserInfo && p.UserInfoEndpoint() == "":
+		return nil, fmt.Errorf("OIDC issuer %s names no userinfo endpoint: opaque tokens cannot be checked", c.Issuer)
+	case c.OpaqueTokens == OpaqueOff || p.UserInfoEndpoint() == "":
+	default:
+		ttl := c.UserInfoTTL
+		if ttl <= 0 {
+			ttl = DefaultUserInfoTTL
+		}
+		rc := *client
+		rc.Transport = statusRecorder{base: client.Transport}
+		o.userinfo = &userInfo{
+			provider: p,
+			client:   &rc,
+			ttl:      ttl,
+			now:      time.Now,
+			cache:    map[[sha256.Size]byte]userInfoAnswer{},
+		}
+	}
+	return o, nil
 }
+
+// OpaqueTokens reports whether tokens that are not JWTs are checked at the
+// issuer's userinfo endpoint.
+func (o *OIDC) OpaqueTokens() bool { return o.userinfo != nil }
 
 // Authenticate verifies the request's bearer token.
 func (o *OIDC) Authenticate(r *http.Request) (Caller, error) {
@@ -62,6 +122,16 @@ func (o *OIDC) Authenticate(r *http.Request) (Caller, error) {
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return Caller{}, errors.New("a bearer token is required (Authorization: Bearer <token>)")
 	}
+	if !isJWT(token) {
+		if o.userinfo == nil {
+			return Caller{}, errors.New("the bearer token is not a JWT, and this service accepts no opaque tokens")
+		}
+		c, err := o.userinfo.caller(r.Context(), token)
+		if err != nil {
+			return Caller{}, err
+		}
+		return o.withGroups(c.Caller, c.claims)
+	}
 	idt, err := o.verifier.Verify(r.Context(), token)
 	if err != nil {
 		return Caller{}, fmt.Errorf("the bearer token is not valid: %v", err)
@@ -69,15 +139,165 @@ func (o *OIDC) Authenticate(r *http.Request) (Caller, error) {
 	if idt.Subject == "" {
 		return Caller{}, errors.New("the bearer token has no subject")
 	}
-	c := Caller{Subject: idt.Subject, Label: LabelSafe(idt.Subject)}
-	if o.adminGroup != "" && o.groupsClaim != "" {
-		var claims map[string]any
-		if err := idt.Claims(&claims); err != nil {
-			return Caller{}, echo.NewHTTPError(http.StatusForbidden, "the token's claims do not parse: "+err.Error())
-		}
-		c.All = memberOf(claims[o.groupsClaim], o.adminGroup)
+	return o.withGroups(Caller{Subject: idt.Subject, Label: LabelSafe(idt.Subject)}, idt.Claims)
+}
+
+// withGroups makes the caller an administrator when the claims (the
+// token's or the userinfo's) hold the admin group.
+func (o *OIDC) withGroups(c Caller, claims func(any) error) (Caller, error) {
+	if o.adminGroup == "" || o.groupsClaim == "" {
+		return c, nil
 	}
+	var m map[string]any
+	if err := claims(&m); err != nil {
+		return Caller{}, echo.NewHTTPError(http.StatusForbidden, "the token's claims do not parse: "+err.Error())
+	}
+	c.All = memberOf(m[o.groupsClaim], o.adminGroup)
 	return c, nil
+}
+
+// isJWT reports whether a token is a JWT in compact serialization: three
+// base64url parts, the first a JSON object naming an algorithm.
+func isJWT(token string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[0], "="))
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	return json.Unmarshal(b, &h) == nil && h.Alg != ""
+}
+
+// userInfo checks opaque tokens at the issuer's userinfo endpoint, and
+// keeps its answers for ttl.
+type userInfo struct {
+	provider *oidc.Provider
+	// client records the status of the issuer's answer (statusRecorder).
+	client *http.Client
+	ttl    time.Duration
+	now    func() time.Time
+	flight singleflight.Group
+
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]userInfoAnswer
+}
+
+// userInfoAnswer is what the issuer said of a token: who (with the claims
+// for the groups), or that it refused it (err, a 401).
+type userInfoAnswer struct {
+	caller  Caller
+	claims  func(any) error
+	err     error
+	expires time.Time
+}
+
+// identified is a caller with the claims it was found by.
+type identified struct {
+	Caller
+	claims func(any) error
+}
+
+// caller asks the issuer who the token's holder is, unless a recent answer
+// is kept. A refused token is an error (401); an issuer that fails or does
+// not answer is an *echo.HTTPError 503: the token may well be good.
+func (u *userInfo) caller(ctx context.Context, token string) (identified, error) {
+	key := sha256.Sum256([]byte(token))
+	if a, ok := u.cached(key); ok {
+		return identified{a.caller, a.claims}, a.err
+	}
+	// Requests with the same token at the same time ask once.
+	v, err, _ := u.flight.Do(string(key[:]), func() (any, error) {
+		if a, ok := u.cached(key); ok {
+			return a, nil
+		}
+		a, err := u.ask(context.WithoutCancel(ctx), token)
+		if err != nil {
+			return nil, err
+		}
+		u.keep(key, a)
+		return a, nil
+	})
+	if err != nil {
+		return identified{}, err
+	}
+	a := v.(userInfoAnswer)
+	return identified{a.caller, a.claims}, a.err
+}
+
+func (u *userInfo) cached(key [sha256.Size]byte) (userInfoAnswer, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	a, ok := u.cache[key]
+	if ok && !u.now().Before(a.expires) {
+		delete(u.cache, key)
+		return a, false
+	}
+	return a, ok
+}
+
+// keep stores an answer; a full cache first loses its expired answers,
+// then any.
+func (u *userInfo) keep(key [sha256.Size]byte, a userInfoAnswer) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.now()
+	if len(u.cache) >= maxUserInfoCache {
+		for k, v := range u.cache {
+			if !now.Before(v.expires) {
+				delete(u.cache, k)
+			}
+		}
+		for k := range u.cache {
+			if len(u.cache) < maxUserInfoCache {
+				break
+			}
+			delete(u.cache, k)
+		}
+	}
+	a.expires = now.Add(u.ttl)
+	u.cache[key] = a
+}
+
+// ask calls the userinfo endpoint. The answer (with its err for a refused
+// token) is to be kept; the error is the issuer's failure (503).
+func (u *userInfo) ask(ctx context.Context, token string) (userInfoAnswer, error) {
+	var status int
+	ctx = context.WithValue(ctx, statusKey{}, &status)
+	ctx = oidc.ClientContext(ctx, u.client)
+	info, err := u.provider.UserInfo(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token, TokenType: "Bearer"}))
+	switch {
+	case err == nil && info.Subject == "":
+		return userInfoAnswer{err: errors.New("the issuer's userinfo for the bearer token has no subject")}, nil
+	case err == nil:
+		return userInfoAnswer{caller: Caller{Subject: info.Subject, Label: LabelSafe(info.Subject)}, claims: info.Claims}, nil
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusBadRequest:
+		return userInfoAnswer{err: fmt.Errorf("the bearer token is not valid: the issuer's userinfo endpoint refused it (%d %s)", status, http.StatusText(status))}, nil
+	default:
+		return userInfoAnswer{}, echo.NewHTTPError(http.StatusServiceUnavailable, "the bearer token cannot be checked now: the OIDC issuer's userinfo endpoint failed: "+err.Error())
+	}
+}
+
+type statusKey struct{}
+
+// statusRecorder records the status of each answer in the *int its
+// request's context holds under statusKey.
+type statusRecorder struct{ base http.RoundTripper }
+
+func (s statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := s.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
+	if p, ok := r.Context().Value(statusKey{}).(*int); ok && resp != nil {
+		*p = resp.StatusCode
+	}
+	return resp, err
 }
 
 // memberOf reports whether a groups claim (a list of strings, or one

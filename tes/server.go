@@ -173,7 +173,13 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				if errors.As(err, &he) {
 					return c.JSON(he.Code, ErrorBody{Error: fmt.Sprint(he.Message)})
 				}
-				c.Response().Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				challenges := []string{BearerChallenge}
+				if ch, ok := s.Auth.(Challenger); ok {
+					challenges = ch.Challenges()
+				}
+				for _, v := range challenges {
+					c.Response().Header().Add("WWW-Authenticate", v)
+				}
 				return c.JSON(http.StatusUnauthorized, ErrorBody{Error: err.Error()})
 			}
 		}

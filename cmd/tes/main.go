@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -209,10 +210,7 @@ func run(args []string, getenv func(string) string) error {
 		log.Warnw("No K_SINK: no events are posted; the handler's sweep starts and cancels the tasks")
 	}
 	e := srv.Echo()
-	dash := dashboard.Config{API: tes.BasePath, Auth: "none"}
-	if _, ok := auth.(*tes.RetryingOIDC); ok {
-		dash.Auth, dash.Issuer, dash.ClientID = "oidc", strings.TrimSpace(getenv("OIDC_ISSUER")), strings.TrimSpace(getenv("OIDC_AUDIENCE"))
-	}
+	dash := dashboardConfig(getenv, o.noAuth, auth)
 	dashboard.Mount(e, dash)
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
 	if err != nil {
@@ -222,7 +220,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Serving", "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", auth != nil, "startup", time.Since(start).String())
+	log.Infow("Serving", "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", dash.Auth, "startup", time.Since(start).String())
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -237,10 +235,28 @@ func run(args []string, getenv func(string) string) error {
 	return e.Shutdown(sctx)
 }
 
-// Access control modes (TES_AUTH).
+// dashboardConfig tells the dashboard how the API is reached: its modes
+// ("none", "oidc", "basic", "basic,oidc"), and with OIDC the issuer and the
+// client to log in as.
+func dashboardConfig(getenv func(string) string, noAuth bool, auth tes.Authenticator) dashboard.Config {
+	dash := dashboard.Config{API: tes.BasePath, Auth: "none"}
+	s, ok := auth.(tes.Schemes)
+	if !ok {
+		return dash
+	}
+	modes, _ := authModes(getenv, noAuth)
+	dash.Auth = strings.Join(modes, ",")
+	if s.Bearer != nil {
+		dash.Issuer, dash.ClientID = strings.TrimSpace(getenv("OIDC_ISSUER")), strings.TrimSpace(getenv("OIDC_AUDIENCE"))
+	}
+	return dash
+}
+
+// Access control modes (TES_AUTH, a comma-separated list).
 const (
-	authOIDC = "oidc"
-	authNone = "none"
+	authOIDC  = "oidc"
+	authBasic = "basic"
+	authNone  = "none"
 )
 
 // notConfigured is the access control of a TES API whose mode is not set:
@@ -253,42 +269,110 @@ func (n notConfigured) Authenticate(*http.Request) (tes.Caller, error) {
 
 func (n notConfigured) Ready() error { return errors.New(n.reason) }
 
-// authenticator is the access control, as TES_AUTH says: none (also
-// --no-auth), or OIDC bearer tokens of OIDC_ISSUER for OIDC_AUDIENCE, the
-// issuer read in the background until it answers. Without TES_AUTH, OIDC if
-// an issuer is set. A mode that is not set or cannot work is not an exit:
-// the API serves /healthz and answers /readyz and every request with 503
-// and the reason, so that a first deploy says what is missing.
-func authenticator(ctx context.Context, getenv func(string) string, noAuth bool, log *zap.SugaredLogger) (tes.Authenticator, func() error, error) {
-	mode := strings.ToLower(strings.TrimSpace(getenv("TES_AUTH")))
+// authModes reads TES_AUTH: none (also --no-auth), or oidc, basic, or
+// both ("oidc,basic"). Without TES_AUTH, the modes whose settings are there
+// (OIDC_ISSUER, TES_BASIC_AUTH_FILE); none of them is an empty list.
+func authModes(getenv func(string) string, noAuth bool) ([]string, error) {
 	if noAuth {
-		mode = authNone
+		return []string{authNone}, nil
 	}
-	c := tes.OIDCConfig{
-		Issuer:      strings.TrimSpace(getenv("OIDC_ISSUER")),
-		Audience:    strings.TrimSpace(getenv("OIDC_AUDIENCE")),
-		GroupsClaim: strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
-		AdminGroup:  strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
+	v := strings.ToLower(strings.TrimSpace(getenv("TES_AUTH")))
+	if v == "" {
+		var modes []string
+		if strings.TrimSpace(getenv("TES_BASIC_AUTH_FILE")) != "" {
+			modes = append(modes, authBasic)
+		}
+		if strings.TrimSpace(getenv("OIDC_ISSUER")) != "" {
+			modes = append(modes, authOIDC)
+		}
+		return modes, nil
 	}
-	if mode == "" && c.Issuer != "" {
-		mode = authOIDC
+	var modes []string
+	for _, m := range strings.Split(v, ",") {
+		m = strings.TrimSpace(m)
+		switch m {
+		case authOIDC, authBasic, authNone:
+		default:
+			return nil, fmt.Errorf("TES_AUTH=%q: use oidc, basic, oidc,basic or none", v)
+		}
+		if !slices.Contains(modes, m) {
+			modes = append(modes, m)
+		}
 	}
-	var reason string
-	switch {
-	case mode == authNone:
+	if slices.Contains(modes, authNone) && len(modes) > 1 {
+		return nil, fmt.Errorf("TES_AUTH=%q: none goes alone", v)
+	}
+	slices.Sort(modes) // basic before oidc: one order for the dashboard
+	return modes, nil
+}
+
+// authenticator is the access control, as TES_AUTH says (authModes): none,
+// OIDC bearer tokens of OIDC_ISSUER for OIDC_AUDIENCE (JWTs, and opaque
+// tokens through the issuer's userinfo endpoint as OIDC_OPAQUE_TOKENS says),
+// the issuer read in the background until it answers; HTTP Basic against
+// the users file TES_BASIC_AUTH_FILE (bcrypt hashes), read again when it
+// changes; or both, by the request's scheme (then the API is ready once the
+// issuer was read, as with OIDC alone). A mode that is not set or
+// lacks a setting is not an exit: the API serves /healthz and answers
+// /readyz and every request with 503 and the reason, so that a first deploy
+// says what is missing. A setting that is wrong (a users file that does
+// not parse) is.
+func authenticator(ctx context.Context, getenv func(string) string, noAuth bool, log *zap.SugaredLogger) (tes.Authenticator, func() error, error) {
+	modes, err := authModes(getenv, noAuth)
+	if err != nil {
+		return nil, nil, err
+	}
+	if slices.Equal(modes, []string{authNone}) {
 		log.Warnw("Serving without access control (TES_AUTH=none): every caller sees and cancels every task")
 		return nil, nil, nil
-	case mode == "":
-		reason = "access control is not set: TES_AUTH=oidc with OIDC_ISSUER and OIDC_AUDIENCE, or TES_AUTH=none on a trusted network"
-	case mode != authOIDC:
-		return nil, nil, fmt.Errorf("TES_AUTH=%q: use oidc or none", mode)
-	case c.Issuer == "" || c.Audience == "":
-		reason = "TES_AUTH=oidc needs OIDC_ISSUER and OIDC_AUDIENCE"
-	default:
-		o := tes.NewRetryingOIDC(ctx, c, log.Infow)
-		return o, o.Ready, nil
 	}
-	log.Errorw("Not ready", "reason", reason)
-	n := notConfigured{reason: reason}
-	return n, n.Ready, nil
+	c := tes.OIDCConfig{
+		Issuer:       strings.TrimSpace(getenv("OIDC_ISSUER")),
+		Audience:     strings.TrimSpace(getenv("OIDC_AUDIENCE")),
+		GroupsClaim:  strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
+		AdminGroup:   strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
+		OpaqueTokens: strings.ToLower(strings.TrimSpace(getenv("OIDC_OPAQUE_TOKENS"))),
+	}
+	if c.OpaqueTokens != "" && c.OpaqueTokens != tes.OpaqueUserInfo && c.OpaqueTokens != tes.OpaqueOff {
+		return nil, nil, fmt.Errorf("OIDC_OPAQUE_TOKENS=%q: use %s or %s", c.OpaqueTokens, tes.OpaqueUserInfo, tes.OpaqueOff)
+	}
+	usersFile := strings.TrimSpace(getenv("TES_BASIC_AUTH_FILE"))
+	var reasons []string
+	if len(modes) == 0 {
+		reasons = append(reasons, "access control is not set: TES_AUTH=oidc with OIDC_ISSUER and OIDC_AUDIENCE, TES_AUTH=basic with TES_BASIC_AUTH_FILE, both (oidc,basic), or TES_AUTH=none on a trusted network")
+	}
+	if slices.Contains(modes, authOIDC) && (c.Issuer == "" || c.Audience == "") {
+		reasons = append(reasons, "TES_AUTH=oidc needs OIDC_ISSUER and OIDC_AUDIENCE")
+	}
+	if slices.Contains(modes, authBasic) && usersFile == "" {
+		reasons = append(reasons, "TES_AUTH=basic needs TES_BASIC_AUTH_FILE, a users file of bcrypt hashes (htpasswd -B)")
+	}
+	if len(reasons) > 0 {
+		reason := strings.Join(reasons, "; ")
+		log.Errorw("Not ready", "reason", reason)
+		n := notConfigured{reason: reason}
+		return n, n.Ready, nil
+	}
+	var s tes.Schemes
+	var ready func() error
+	if slices.Contains(modes, authBasic) {
+		var admins []string
+		for _, a := range strings.Split(getenv("TES_BASIC_AUTH_ADMINS"), ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				admins = append(admins, a)
+			}
+		}
+		b, err := tes.NewBasic(tes.BasicConfig{File: usersFile, Admins: admins})
+		if err != nil {
+			return nil, nil, fmt.Errorf("TES_BASIC_AUTH_FILE: %w", err)
+		}
+		log.Infow("Users file read", "file", usersFile, "users", b.Users(), "admins", len(admins))
+		go b.Watch(ctx, tes.DefaultBasicReload, log.Infow)
+		s.Basic = b
+	}
+	if slices.Contains(modes, authOIDC) {
+		o := tes.NewRetryingOIDC(ctx, c, log.Infow)
+		s.Bearer, ready = o, o.Ready
+	}
+	return s, ready, nil
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/crypto/bcrypt"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -66,8 +69,8 @@ func TestAccessIsExplicit(t *testing.T) {
 	if _, ready, err := authenticator(ctx, env(map[string]string{"TES_AUTH": "oidc", "OIDC_AUDIENCE": "a"}), false, log); err != nil || ready == nil || !strings.Contains(fmt.Sprint(ready()), "OIDC_ISSUER") {
 		t.Errorf("oidc without an issuer: %v", err)
 	}
-	if _, _, err := authenticator(ctx, env(map[string]string{"TES_AUTH": "basic"}), false, log); err == nil {
-		t.Error("TES_AUTH=basic accepted")
+	if _, ready, err := authenticator(ctx, env(map[string]string{"TES_AUTH": "basic"}), false, log); err != nil || ready == nil || !strings.Contains(fmt.Sprint(ready()), "TES_BASIC_AUTH_FILE") {
+		t.Errorf("basic without a users file: %v", err)
 	}
 	// An issuer that does not answer: not ready, the reason names it.
 	_, ready, err = authenticator(ctx, env(map[string]string{"OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "a"}), false, log)
@@ -93,5 +96,114 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := parseOptions(nil, env(map[string]string{"DEBUG": "maybe"})); err == nil {
 		t.Errorf("DEBUG=maybe accepted")
+	}
+}
+
+func TestAuthModes(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string // the modes, or part of the error
+	}{
+		{"nothing", nil, ""},
+		{"inferred oidc", map[string]string{"OIDC_ISSUER": "http://x"}, "oidc"},
+		{"inferred basic", map[string]string{"TES_BASIC_AUTH_FILE": "/u"}, "basic"},
+		{"inferred both", map[string]string{"OIDC_ISSUER": "http://x", "TES_BASIC_AUTH_FILE": "/u"}, "basic,oidc"},
+		{"oidc", map[string]string{"TES_AUTH": "oidc"}, "oidc"},
+		{"basic", map[string]string{"TES_AUTH": " Basic "}, "basic"},
+		{"both", map[string]string{"TES_AUTH": "oidc, basic"}, "basic,oidc"},
+		{"twice", map[string]string{"TES_AUTH": "basic,basic"}, "basic"},
+		{"none", map[string]string{"TES_AUTH": "none", "OIDC_ISSUER": "http://x"}, "none"},
+		{"none and more", map[string]string{"TES_AUTH": "none,basic"}, "error: none goes alone"},
+		{"unknown", map[string]string{"TES_AUTH": "ldap"}, "error: use oidc, basic"},
+		{"empty item", map[string]string{"TES_AUTH": "oidc,"}, "error: use oidc, basic"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			modes, err := authModes(env(c.env), false)
+			if want, isErr := strings.CutPrefix(c.want, "error: "); isErr {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%v %v, want an error naming %q", modes, err, want)
+				}
+				return
+			}
+			if err != nil || strings.Join(modes, ",") != c.want {
+				t.Errorf("%v %v, want %q", modes, err, c.want)
+			}
+		})
+	}
+	if modes, err := authModes(env(map[string]string{"TES_AUTH": "oidc"}), true); err != nil || strings.Join(modes, ",") != "none" {
+		t.Errorf("--no-auth: %v %v", modes, err)
+	}
+}
+
+// TestBasicAccess: TES_AUTH=basic reads the users file at start (a file
+// that does not parse is an exit naming its line), alone or with OIDC; the
+// dashboard is told the modes.
+func TestBasicAccess(t *testing.T) {
+	log := zap.NewNop().Sugar()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := filepath.Join(dir, "users"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte("alice:"+string(h)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("alice:"+string(h)+"\nbob:plain\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string // "error: ..." an exit naming it; "reason: ..." not ready naming it; else the dashboard's modes
+	}{
+		{"basic", map[string]string{"TES_AUTH": "basic", "TES_BASIC_AUTH_FILE": good, "TES_BASIC_AUTH_ADMINS": "alice, root"}, "basic"},
+		{"inferred", map[string]string{"TES_BASIC_AUTH_FILE": good}, "basic"},
+		{"bad file", map[string]string{"TES_AUTH": "basic", "TES_BASIC_AUTH_FILE": bad}, "error: line 2"},
+		{"no file", map[string]string{"TES_AUTH": "basic", "TES_BASIC_AUTH_FILE": filepath.Join(dir, "none")}, "error: TES_BASIC_AUTH_FILE"},
+		{"both", map[string]string{"TES_AUTH": "oidc,basic", "TES_BASIC_AUTH_FILE": good, "OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "tesk"}, "basic,oidc"},
+		{"both without an issuer", map[string]string{"TES_AUTH": "oidc,basic", "TES_BASIC_AUTH_FILE": good}, "reason: OIDC_ISSUER"},
+		{"opaque tokens unknown", map[string]string{"TES_AUTH": "oidc", "OIDC_ISSUER": "http://x", "OIDC_AUDIENCE": "a", "OIDC_OPAQUE_TOKENS": "introspect"}, "error: OIDC_OPAQUE_TOKENS"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, ready, err := authenticator(ctx, env(c.env), false, log)
+			if want, ok := strings.CutPrefix(c.want, "error: "); ok {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%v, want an error naming %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if want, ok := strings.CutPrefix(c.want, "reason: "); ok {
+				if ready == nil || !strings.Contains(fmt.Sprint(ready()), want) {
+					t.Errorf("not ready naming %q wanted", want)
+				}
+				return
+			}
+			if d := dashboardConfig(env(c.env), false, a); d.Auth != c.want || (d.Issuer != "") != strings.Contains(c.want, "oidc") {
+				t.Errorf("dashboard %+v, want %s", d, c.want)
+			}
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.SetBasicAuth("alice", "pw")
+			caller, err := a.Authenticate(r)
+			if err != nil || caller.Subject != "alice" || caller.All != (c.env["TES_BASIC_AUTH_ADMINS"] != "") {
+				t.Errorf("alice: %+v %v", caller, err)
+			}
+			r.SetBasicAuth("alice", "wrong")
+			if _, err := a.Authenticate(r); err == nil {
+				t.Error("a wrong password let through")
+			}
+		})
+	}
+	// Without access control, or not ready, the dashboard is told none.
+	if d := dashboardConfig(env(map[string]string{"TES_AUTH": "none"}), false, nil); d.Auth != "none" {
+		t.Errorf("none: dashboard %+v", d)
 	}
 }

@@ -26,7 +26,9 @@ var static embed.FS
 type Config struct {
 	// API is the TES API's base path (e.g. /ga4gh/tes/v1).
 	API string `json:"api"`
-	// Auth is "none" without access control, else "oidc".
+	// Auth is "none" without access control, else the modes accepted:
+	// "oidc", "basic" (the browser asks for a user name and password), or
+	// both, "basic,oidc".
 	Auth string `json:"auth"`
 	// Issuer and ClientID, with OIDC: the page logs in through the
 	// issuer's authorization code flow with PKCE as this public client, and
@@ -38,13 +40,23 @@ type Config struct {
 	Scopes string `json:"scopes,omitempty"`
 }
 
+// oidc reports whether the API accepts OIDC bearer tokens.
+func (c Config) oidc() bool {
+	for m := range strings.SplitSeq(c.Auth, ",") {
+		if strings.TrimSpace(m) == "oidc" {
+			return true
+		}
+	}
+	return false
+}
+
 // Handler serves the dashboard's files under Path, and its configuration
 // as Path+"config.json".
 func Handler(cfg Config) http.Handler {
 	if cfg.Auth == "" {
 		cfg.Auth = "none"
 	}
-	if cfg.Auth == "oidc" && cfg.Scopes == "" {
+	if cfg.oidc() && cfg.Scopes == "" {
 		cfg.Scopes = "openid profile"
 	}
 	sub, _ := fs.Sub(static, "static")
@@ -74,7 +86,7 @@ func Handler(cfg Config) http.Handler {
 // and token endpoint).
 func contentSecurityPolicy(cfg Config) string {
 	connect := "'self'"
-	if u, err := url.Parse(cfg.Issuer); err == nil && cfg.Auth == "oidc" && u.Scheme != "" && u.Host != "" {
+	if u, err := url.Parse(cfg.Issuer); err == nil && cfg.oidc() && u.Scheme != "" && u.Host != "" {
 		connect += " " + u.Scheme + "://" + u.Host
 	}
 	return strings.Join([]string{

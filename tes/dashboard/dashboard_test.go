@@ -92,3 +92,20 @@ func TestThePageLoadsOnlyItsOwnFiles(t *testing.T) {
 		}
 	}
 }
+
+// With OIDC and Basic both, the page is told both, and may talk to the
+// issuer.
+func TestWithOIDCAndBasic(t *testing.T) {
+	h := Handler(Config{API: "/api", Auth: "basic,oidc", Issuer: "https://login.example.org/x", ClientID: "tesk"})
+	resp, body := get(t, h, "/dashboard/config.json")
+	var cfg map[string]string
+	if err := json.Unmarshal([]byte(body), &cfg); err != nil || cfg["auth"] != "basic,oidc" || cfg["scopes"] != "openid profile" {
+		t.Errorf("config.json %s %v", body, err)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' https://login.example.org;") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if resp, _ := get(t, Handler(Config{API: "/api", Auth: "basic"}), "/dashboard/config.json"); !strings.Contains(resp.Header.Get("Content-Security-Policy"), "connect-src 'self';") {
+		t.Errorf("basic: Content-Security-Policy %q", resp.Header.Get("Content-Security-Policy"))
+	}
+}

@@ -10,7 +10,8 @@ import (
 var oidc = map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://login.example.org/oidc/"}}}
 
 func TestLint(t *testing.T) {
-	for _, vals := range []map[string]any{oidc, {"auth": map[string]any{"mode": "none"}}} {
+	basic := map[string]any{"auth": map[string]any{"mode": "basic", "basic": map[string]any{"usersSecret": "tes-users"}}}
+	for _, vals := range []map[string]any{oidc, basic, {"auth": map[string]any{"mode": "none"}}} {
 		if msgs := Lint(vals); len(msgs) > 0 {
 			t.Errorf("lint %v: %s", vals, strings.Join(msgs, "\n"))
 		}
@@ -35,6 +36,8 @@ func TestTemplateValues(t *testing.T) {
 			[]string{"image: r/h:v1", "image: r/t\n", `FILER_NAME: "r/f"`, `FILER_VERSION: "v3"`, "image: r/d:v4"}},
 		{"auth", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://i.example/", "audience": "aud", "groupsClaim": "g", "adminGroup": "admins"}}},
 			[]string{`TES_AUTH: "oidc"`, `OIDC_ISSUER: "https://i.example/"`, `OIDC_AUDIENCE: "aud"`, `OIDC_GROUPS_CLAIM: "g"`, `OIDC_ADMIN_GROUP: "admins"`}},
+		{"basic", map[string]any{"auth": map[string]any{"mode": "oidc,basic", "oidc": map[string]any{"issuer": "https://i.example/", "opaqueTokens": "off"}, "basic": map[string]any{"usersSecret": "tes-users", "admins": "root,ops"}}},
+			[]string{`TES_AUTH: "oidc,basic"`, `OIDC_OPAQUE_TOKENS: "off"`, `TES_BASIC_AUTH_FILE: "/etc/tesk/basic-auth/users"`, `TES_BASIC_AUTH_ADMINS: "root,ops"`, "secretName: tes-users", "mountPath: /etc/tesk/basic-auth"}},
 		{"tasks", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": 5, "filerRetries": 1, "podTimeoutSeconds": 60, "maxQueueSeconds": 3600, "ttlSeconds": 86400}},
 			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`}},
 		{"trustEvents", map[string]any{"auth": map[string]any{"mode": "none"}, "trustEvents": true}, []string{`TRUST_EVENTS: "true"`}},
@@ -82,7 +85,9 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"no auth mode", nil, "auth"},
-		{"unknown auth mode", map[string]any{"auth": map[string]any{"mode": "basic"}}, "/auth/mode"},
+		{"unknown auth mode", map[string]any{"auth": map[string]any{"mode": "ldap"}}, "/auth/mode"},
+		{"basic without users", map[string]any{"auth": map[string]any{"mode": "basic"}}, "set auth.basic.usersSecret"},
+		{"unknown opaque tokens", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://i.example/", "opaqueTokens": "introspect"}}}, "opaqueTokens"},
 		{"oidc without issuer", map[string]any{"auth": map[string]any{"mode": "oidc"}}, "set auth.oidc.issuer"},
 		{"issuer not a URL", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "login.example"}}}, "issuer"},
 		{"same namespace", map[string]any{"auth": map[string]any{"mode": "none"}, "namespaces": map[string]any{"platform": "x", "tasks": "x"}}, "must differ"},

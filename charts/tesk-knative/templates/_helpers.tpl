@@ -6,7 +6,10 @@
 {{- if eq .Values.namespaces.platform .Values.namespaces.tasks -}}
 {{- fail "namespaces.platform and namespaces.tasks must differ: the tasks run users' code in a namespace of their own" -}}
 {{- end -}}
-{{- if and (eq .Values.auth.mode "oidc") (not .Values.auth.oidc.issuer) -}}
+{{- if and (contains "oidc" .Values.auth.mode) (not .Values.auth.oidc.issuer) -}}
 {{- fail "auth.mode is oidc: set auth.oidc.issuer to your issuer's URL (or auth.mode=none on a trusted network)" -}}
+{{- end -}}
+{{- if and (contains "basic" .Values.auth.mode) (not .Values.auth.basic.usersSecret) -}}
+{{- fail "auth.mode is basic: set auth.basic.usersSecret to a Secret of the platform namespace whose key users is a users file of bcrypt hashes (htpasswd -B)" -}}
 {{- end -}}
 {{- end -}}

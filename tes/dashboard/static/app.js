@@ -1,7 +1,8 @@
 // The dashboard: the task list, a task's page and the API's document, from
 // the TES API with the user's bearer token (pasted, or from a login through
-// the OIDC issuer with the authorization code flow and PKCE), or none when
-// the service runs without access control. Every failure shows a message.
+// the OIDC issuer with the authorization code flow and PKCE), with the user
+// name and password the browser asks for (HTTP Basic), or none when the
+// service runs without access control. Every failure shows a message.
 'use strict';
 (function () {
   const TOKEN_KEY = 'tesk.dashboard.token';
@@ -75,6 +76,8 @@
 
   // ---- tokens
 
+  // has reports whether the API accepts a mode ("oidc", "basic").
+  function has(mode) { return (S.cfg.auth || '').split(',').includes(mode); }
   function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
   function setToken(t) {
     if (t) sessionStorage.setItem(TOKEN_KEY, t.trim()); else sessionStorage.removeItem(TOKEN_KEY);
@@ -90,7 +93,12 @@
   function renderAuth() {
     const box = $('auth');
     if (!S.cfg) return;
-    if (S.cfg.auth !== 'oidc') { box.replaceChildren(h('span', { class: 'muted', id: 'auth-none' }, 'no access control')); return; }
+    if (!has('oidc')) {
+      box.replaceChildren(has('basic')
+        ? h('span', { class: 'muted', id: 'auth-basic' }, 'user name and password: the browser asks for them')
+        : h('span', { class: 'muted', id: 'auth-none' }, 'no access control'));
+      return;
+    }
     const t = token();
     const kids = [];
     if (t) {
@@ -219,12 +227,14 @@
     const st = err.status;
     if (st === 401) {
       const acts = [];
-      if (S.cfg.auth === 'oidc' && S.cfg.issuer) acts.push(['Log in', login, 'error-login']);
-      acts.push(['Paste a token', pasteToken, 'error-paste']);
+      if (has('oidc') && S.cfg.issuer) acts.push(['Log in', login, 'error-login']);
+      if (has('oidc')) acts.push(['Paste a token', pasteToken, 'error-paste']);
+      if (has('basic')) acts.push(['Try again', () => route(), 'error-retry']);
       const t = token();
       const expired = t && (claims(t) || {}).exp * 1000 < Date.now();
       const title = !t ? 'You are not logged in' : expired ? 'Your token expired' : 'Your token is not accepted';
-      return problem(title, 'The TES API needs a valid bearer token: ' + err.message, acts, 401);
+      const needs = has('oidc') && has('basic') ? 'a valid bearer token, or a user name and password' : has('basic') ? 'a valid user name and password' : 'a valid bearer token';
+      return problem(title, 'The TES API needs ' + needs + ': ' + err.message, acts, 401);
     }
     if (st === 403) return problem('Not yours', 'The TES API refused: ' + err.message + '. A user sees only their own tasks.', null, 403);
     if (st === 404 && what && what.task) {
