@@ -48,15 +48,7 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		pods = []*corev1.Pod{}
 	}
 	plan := Decide(Observed{Anchor: anchor, Jobs: jobs, Pods: pods}, cfg, now)
-	state := plan.State
-	if plan.Final != nil {
-		// The task is ending, but its last step (the PVC, the output file
-		// logs, the final state) is not written yet.
-		state = StateRunning
-		if plan.Final.State == StateCanceled {
-			state = StateCanceling
-		}
-	}
+	state := viewState(plan)
 	log := TaskLog{
 		Logs:      []ExecutorLog{},
 		Outputs:   []FileLog{},
@@ -96,6 +88,20 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		CreationTime: rfc3339(anchor.CreationTimestamp.Time),
 		Logs:         []TaskLog{log},
 	}
+}
+
+// viewState is the TES state of a task whose decision is plan: the state
+// once the plan is applied; while the task is ending but its last step (the
+// PVC, the output file logs, the final state) is not written yet, RUNNING,
+// or CANCELING for a cancel.
+func viewState(plan Plan) string {
+	if plan.Final == nil {
+		return plan.State
+	}
+	if plan.Final.State == StateCanceled {
+		return StateCanceling
+	}
+	return StateRunning
 }
 
 func executorLog(job *batchv1.Job, pods []*corev1.Pod) ExecutorLog {
