@@ -10,3 +10,11 @@
 {{- fail "auth.mode is oidc: set auth.oidc.issuer to your issuer's URL (or auth.mode=none on a trusted network)" -}}
 {{- end -}}
 {{- end -}}
+{{/* K_OBSERVABILITY_CONFIG of the handler and the TES API: Prometheus metrics on port 9092 when the PodMonitor scrapes them, else nothing exported. */}}
+{{- define "tesk-knative.observability" -}}
+{{- if .Values.metrics.podMonitor.enabled -}}
+{{ `{"metrics-protocol": "prometheus"}` | quote }}
+{{- else -}}
+""
+{{- end -}}
+{{- end -}}
