@@ -174,6 +174,9 @@ func (s *Server) event(c echo.Context) error {
 		span.Ended(r.Ended)
 	case steps.SweepResult:
 		taken = r.Stepped
+		if r.Counts != nil {
+			s.telemetry().SweptTasks(r.Counts.States, r.Counts.Queued(), r.Counts.Oldest)
+		}
 	}
 	for _, r := range taken {
 		kinds := make([]string, len(r.Actions))

@@ -19,7 +19,9 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 const (
@@ -175,6 +177,14 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) []point {
 				for _, dp := range d.DataPoints {
 					out = append(out, point{m.Name, dp.Attributes, int64(dp.Count)})
 				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					out = append(out, point{m.Name, dp.Attributes, dp.Value})
+				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range d.DataPoints {
+					out = append(out, point{m.Name, dp.Attributes, int64(dp.Value)})
+				}
 			default:
 				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
 			}
@@ -276,5 +286,34 @@ func TestSweepMetrics(t *testing.T) {
 	}
 	if n := value(points, telemetry.MetricEvents, attribute.String(telemetry.AttrEventType, "dev.knative.sources.ping"), attribute.String(telemetry.AttrOutcome, telemetry.OutcomeDone)); n != 2 {
 		t.Errorf("sweep events: %d, want 2", n)
+	}
+	// The gauges hold the last sweep's counts: it found the task CANCELING
+	// (its job gone, its end not yet written), and every other state empty.
+	states := 0
+	for _, p := range points {
+		if p.metric == telemetry.MetricTasks {
+			states++
+		}
+	}
+	if states != len(steps.ServiceStates) {
+		t.Errorf("%d states in %s, want %d", states, telemetry.MetricTasks, len(steps.ServiceStates))
+	}
+	for _, c := range []struct {
+		metric string
+		kv     []attribute.KeyValue
+		want   int64
+	}{
+		{telemetry.MetricTasks, []attribute.KeyValue{attribute.String(telemetry.AttrState, tesv1.StateCanceling)}, 1},
+		{telemetry.MetricTasks, []attribute.KeyValue{attribute.String(telemetry.AttrState, tesv1.StateQueued)}, 0},
+		{telemetry.MetricTasksQueued, nil, 0},
+	} {
+		if got := value(points, c.metric, c.kv...); got != c.want {
+			t.Errorf("%s %v = %d, want %d (sweeps: %s)", c.metric, c.kv, got, c.want, bodies)
+		}
+	}
+	for _, p := range points {
+		if p.metric == telemetry.MetricTasksStepAge {
+			t.Errorf("%s %v: no task QUEUED, INITIALIZING or RUNNING was found", p.metric, p.attrs)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // SweepResult says what a sweep did.
@@ -22,6 +24,74 @@ type SweepResult struct {
 	Active    int      `json:"active"`
 	Stepped   []Result `json:"stepped"`
 	Failed    int      `json:"failed"`
+	// Counts are the tasks as the sweep found them; nil when a LIST
+	// failed.
+	Counts *TaskCounts `json:"counts,omitempty"`
+}
+
+// TaskCounts are a namespace's tasks by TES state, each in the state GET
+// /tasks/{id} gives it. Oldest holds, for QUEUED, INITIALIZING and RUNNING,
+// the earliest time a task in that state took its last step: when its
+// latest parts were started, or when it was created if none was (a cancel
+// records no time, so CANCELING has none).
+type TaskCounts struct {
+	States map[string]int       `json:"states"`
+	Oldest map[string]time.Time `json:"oldest_step"`
+}
+
+// ServiceStates are the TES states a task of this service takes.
+var ServiceStates = []string{tesv1.StateQueued, tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling,
+	tesv1.StateComplete, tesv1.StateExecutorError, tesv1.StateSystemError, tesv1.StateCanceled}
+
+// IsFinalState reports whether a task never leaves a state.
+func IsFinalState(state string) bool {
+	switch state {
+	case tesv1.StateComplete, tesv1.StateExecutorError, tesv1.StateSystemError, tesv1.StateCanceled:
+		return true
+	}
+	return false
+}
+
+// NewTaskCounts counts no task yet: every state of ServiceStates at 0.
+func NewTaskCounts() *TaskCounts {
+	c := &TaskCounts{States: map[string]int{}, Oldest: map[string]time.Time{}}
+	for _, s := range ServiceStates {
+		c.States[s] = 0
+	}
+	return c
+}
+
+func (c *TaskCounts) add(state string, step time.Time) {
+	c.States[state]++
+	if IsFinalState(state) || state == tesv1.StateCanceling {
+		return
+	}
+	if old, ok := c.Oldest[state]; !ok || step.Before(old) {
+		c.Oldest[state] = step
+	}
+}
+
+// Queued is the queue's depth: the tasks submitted with nothing started yet.
+func (c *TaskCounts) Queued() int { return c.States[tesv1.StateQueued] }
+
+// Tasks is how many tasks were counted.
+func (c *TaskCounts) Tasks() int {
+	n := 0
+	for _, v := range c.States {
+		n += v
+	}
+	return n
+}
+
+// Active is how many tasks have not ended.
+func (c *TaskCounts) Active() int {
+	n := 0
+	for s, v := range c.States {
+		if !IsFinalState(s) {
+			n += v
+		}
+	}
+	return n
 }
 
 var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -40,7 +110,8 @@ const DefaultPageSize = 500
 // past their TTL (behaviour §7). It lists the jobs, the pending pods and the
 // anchors' metadata, a page at a time (the API server serves them from its
 // watch cache), keeping of the jobs only what a decision reads; then it steps
-// the tasks that are due, each from a fresh read.
+// the tasks that are due, each from a fresh read. It counts the tasks by
+// state from what it listed (SweepResult.Counts).
 // event is the sweep's event id: a redelivery of it may finish what its first
 // attempt started.
 func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interface) (SweepResult, error) {
@@ -86,45 +157,26 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 
 	now := r.now()
 	var due, unstarted []string
+	counts := NewTaskCounts()
 	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
 		list, err := md.Resource(configMapsResource).Namespace(ns).List(ctx, o)
 		if err != nil {
 			return "", err
 		}
+		anchors := make([]metav1.ObjectMeta, len(list.Items))
 		for i := range list.Items {
-			meta := list.Items[i].ObjectMeta
-			if meta.Labels[taskmeta.LabelTask] != meta.Name {
-				continue // a ConfigMap that is not a task's anchor
-			}
-			res.Tasks++
-			if meta.Annotations[taskmeta.AnnotationState] == "" {
-				res.Active++
-			}
-			if AwaitsAPIStart(meta, now) && meta.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
-				unstarted = append(unstarted, meta.Name) // its task.submitted event was lost
-				continue
-			}
-			if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && meta.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled && meta.Annotations[taskmeta.AnnotationState] == "" {
-				continue // not submitted yet: its task.submitted event decides
-			}
-			obs := Observed{Event: event, Anchor: meta, Jobs: map[string]*batchv1.Job{}, Pods: podsOf[meta.Name]}
-			for _, j := range jobsOf[meta.Name] {
-				_, part, _ := taskmeta.SplitJobName(j.name)
-				obs.Jobs[part] = j.job()
-			}
-			if obs.Pods == nil {
-				obs.Pods = []*corev1.Pod{}
-			}
-			if plan := Decide(obs, r.Config, now); plan.Progress != nil || len(plan.Actions) > 0 || plan.Final != nil {
-				due = append(due, meta.Name)
-			}
+			anchors[i] = list.Items[i].ObjectMeta
 		}
+		u, d := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
+		unstarted, due = append(unstarted, u...), append(due, d...)
 		return list.Continue, nil
 	})
 	if err != nil {
 		return res, err
 	}
+	res.Counts = counts
+	res.Tasks, res.Active = counts.Tasks(), counts.Active()
 
 	// Something is due: take the task's step as an event would, from a
 	// fresh read, so that a write never rests on the lists' snapshot.
@@ -151,6 +203,62 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		res.Stepped = append(res.Stepped, step)
 	}
 	return res, errors.Join(errs...)
+}
+
+// sweepPage decides on a page of anchors from the jobs and the pending pods
+// of the namespace's tasks, and counts the anchors' tasks by state. It
+// returns the tasks to submit (the TES API wrote them and their
+// task.submitted event was lost) and those with a step due.
+func sweepPage(anchors []metav1.ObjectMeta, jobsOf map[string][]sweptJob, podsOf map[string][]*corev1.Pod, cfg Config, now time.Time, event string, counts *TaskCounts) (unstarted, due []string) {
+	for _, meta := range anchors {
+		if meta.Labels[taskmeta.LabelTask] != meta.Name {
+			continue // a ConfigMap that is not a task's anchor
+		}
+		t := sweepTask(meta, jobsOf[meta.Name], podsOf[meta.Name], cfg, now, event)
+		counts.add(t.state, t.step)
+		switch {
+		case t.unstarted:
+			unstarted = append(unstarted, meta.Name)
+		case t.due:
+			due = append(due, meta.Name)
+		}
+	}
+	return unstarted, due
+}
+
+// sweptTask is what a sweep makes of a task: its state, when it took its
+// last step, and whether it is to be submitted or has a step due.
+type sweptTask struct {
+	state          string
+	step           time.Time
+	unstarted, due bool
+}
+
+func sweepTask(meta metav1.ObjectMeta, jobs []sweptJob, pods []*corev1.Pod, cfg Config, now time.Time, event string) sweptTask {
+	cancelled := meta.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled
+	created := meta.CreationTimestamp.Time
+	if AwaitsAPIStart(meta, now) && !cancelled {
+		return sweptTask{state: tesv1.StateQueued, step: created, unstarted: true} // its task.submitted event was lost
+	}
+	if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && !cancelled && meta.Annotations[taskmeta.AnnotationState] == "" {
+		return sweptTask{state: tesv1.StateQueued, step: created} // not submitted yet: its task.submitted event decides
+	}
+	obs := Observed{Event: event, Anchor: meta, Jobs: map[string]*batchv1.Job{}, Pods: pods}
+	for _, j := range jobs {
+		_, part, _ := taskmeta.SplitJobName(j.name)
+		obs.Jobs[part] = j.job()
+	}
+	if obs.Pods == nil {
+		obs.Pods = []*corev1.Pod{}
+	}
+	plan := Decide(obs, cfg, now)
+	t := sweptTask{state: viewState(plan), step: created, due: plan.Progress != nil || len(plan.Actions) > 0 || plan.Final != nil}
+	if !IsFinalState(t.state) {
+		if prog, err := ParseProgress(meta.Annotations[taskmeta.AnnotationProgress]); err == nil && prog.Last != nil {
+			t.step = prog.Last.At
+		}
+	}
+	return t
 }
 
 // listPages runs a LIST a page at a time, each page retried as any read;

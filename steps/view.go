@@ -26,15 +26,7 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		pods = []*corev1.Pod{}
 	}
 	plan := Decide(Observed{Anchor: anchor, Jobs: jobs, Pods: pods}, cfg, now)
-	state := plan.State
-	if plan.Final != nil {
-		// The task is ending, but its last step (the PVC, the output file
-		// logs, the final state) is not written yet.
-		state = tesv1.StateRunning
-		if plan.Final.State == tesv1.StateCanceled {
-			state = tesv1.StateCanceling
-		}
-	}
+	state := viewState(plan)
 	log := tesv1.TaskLog{
 		Logs:      []tesv1.ExecutorLog{},
 		Outputs:   []tesv1.OutputFileLog{},
@@ -62,6 +54,20 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		CreationTime: rfc3339(anchor.CreationTimestamp.Time),
 		Logs:         []tesv1.TaskLog{log},
 	}
+}
+
+// viewState is the TES state of a task whose decision is plan: the state
+// once the plan is applied; while the task is ending but its last step (the
+// PVC, the output file logs, the final state) is not written yet, RUNNING,
+// or CANCELING for a cancel.
+func viewState(plan Plan) string {
+	if plan.Final == nil {
+		return plan.State
+	}
+	if plan.Final.State == tesv1.StateCanceled {
+		return tesv1.StateCanceling
+	}
+	return tesv1.StateRunning
 }
 
 // ExecutorParts are the executors' parts among a task's jobs, in the

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -23,7 +24,16 @@ const (
 	MetricStepDuration = "tesk.step.duration"
 	MetricActions      = "tesk.actions"
 	MetricTasksEnded   = "tesk.tasks.ended"
+	// The gauges of the last sweep's counts (SweptTasks).
+	MetricTasks        = "tesk.tasks"
+	MetricTasksQueued  = "tesk.tasks.queued"
+	MetricTasksStepAge = "tesk.tasks.step.age"
 )
+
+// SweepFresh is how long a replica reports the counts of the sweep it took
+// last: the PingSource sweeps every minute, so past three minutes another
+// replica took the later sweeps, or none was taken.
+const SweepFresh = 3 * time.Minute
 
 // The attributes of the handler's metrics and spans.
 const (
@@ -85,13 +95,25 @@ type Steps struct {
 	duration metric.Float64Histogram
 	actions  metric.Int64Counter
 	ended    metric.Int64Counter
+
+	swept atomic.Pointer[sweptCounts]
+	// now is the clock of the gauges (time.Now).
+	now func() time.Time
+}
+
+// sweptCounts are a sweep's counts, as the gauges report them.
+type sweptCounts struct {
+	at     time.Time
+	states map[string]int
+	queued int
+	oldest map[string]time.Time
 }
 
 // NewSteps makes the handler's instruments with mp and its spans with tp;
 // the trace context is W3C's (traceparent, tracestate).
 func NewSteps(mp metric.MeterProvider, tp trace.TracerProvider) (*Steps, error) {
 	m := mp.Meter(Scope)
-	s := &Steps{tracer: tp.Tracer(Scope), prop: tracing.DefaultTextMapPropagator()}
+	s := &Steps{tracer: tp.Tracer(Scope), prop: tracing.DefaultTextMapPropagator(), now: time.Now}
 	var err error
 	if s.events, err = m.Int64Counter(MetricEvents, metric.WithUnit("{event}"),
 		metric.WithDescription("Events received, by type and outcome")); err != nil {
@@ -110,7 +132,54 @@ func NewSteps(mp metric.MeterProvider, tp trace.TracerProvider) (*Steps, error) 
 		metric.WithDescription("Tasks ended, by final state")); err != nil {
 		return nil, err
 	}
+	tasks, err := m.Int64ObservableGauge(MetricTasks, metric.WithUnit("{task}"),
+		metric.WithDescription("Tasks of the namespace by state, as the last sweep found them"))
+	if err != nil {
+		return nil, err
+	}
+	queued, err := m.Int64ObservableGauge(MetricTasksQueued, metric.WithUnit("{task}"),
+		metric.WithDescription("Tasks QUEUED (submitted, nothing started yet, or waiting for a node), as the last sweep found them"))
+	if err != nil {
+		return nil, err
+	}
+	age, err := m.Float64ObservableGauge(MetricTasksStepAge, metric.WithUnit("s"),
+		metric.WithDescription("Longest time since a task's last step (its latest parts started, or its creation), by state: QUEUED, INITIALIZING, RUNNING"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		c := s.swept.Load()
+		now := s.now()
+		if c == nil || now.Sub(c.at) > SweepFresh {
+			return nil
+		}
+		for state, n := range c.states {
+			o.ObserveInt64(tasks, int64(n), metric.WithAttributes(attribute.String(AttrState, state)))
+		}
+		o.ObserveInt64(queued, int64(c.queued))
+		for state, at := range c.oldest {
+			o.ObserveFloat64(age, now.Sub(at).Seconds(), metric.WithAttributes(attribute.String(AttrState, state)))
+		}
+		return nil
+	}, tasks, queued, age); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// SweptTasks records what a sweep found: the namespace's tasks by state, how
+// many are QUEUED, and for some states the time of the oldest last step.
+// The gauges report them, the step ages as of each collection, for
+// SweepFresh; then nothing, until the next sweep this replica takes.
+func (s *Steps) SweptTasks(states map[string]int, queued int, oldest map[string]time.Time) {
+	c := &sweptCounts{at: s.now(), states: make(map[string]int, len(states)), queued: queued, oldest: make(map[string]time.Time, len(oldest))}
+	for k, v := range states {
+		c.states[k] = v
+	}
+	for k, v := range oldest {
+		c.oldest[k] = v
+	}
+	s.swept.Store(c)
 }
 
 // Step is one event's span and clock.

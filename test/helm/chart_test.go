@@ -11,7 +11,8 @@ var oidc = map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[str
 
 func TestLint(t *testing.T) {
 	basic := map[string]any{"auth": map[string]any{"mode": "basic", "basic": map[string]any{"usersSecret": "tes-users"}}}
-	for _, vals := range []map[string]any{oidc, basic, {"auth": map[string]any{"mode": "none"}}} {
+	for _, vals := range []map[string]any{oidc, basic, {"auth": map[string]any{"mode": "none"}},
+		{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}}}} {
 		if msgs := Lint(vals); len(msgs) > 0 {
 			t.Errorf("lint %v: %s", vals, strings.Join(msgs, "\n"))
 		}
@@ -41,6 +42,9 @@ func TestTemplateValues(t *testing.T) {
 		{"tasks", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": 5, "filerRetries": 1, "podTimeoutSeconds": 60, "maxQueueSeconds": 3600, "ttlSeconds": 86400}},
 			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`}},
 		{"trustEvents", map[string]any{"auth": map[string]any{"mode": "none"}, "trustEvents": true}, []string{`TRUST_EVENTS: "true"`}},
+		{"metrics", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{
+			"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}}}},
+			[]string{"kind: PodMonitor", "interval: 15s", "release: prom", `K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\": \"prometheus\"}"`}},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -62,15 +66,27 @@ func TestTemplateValues(t *testing.T) {
 	all := map[string]bool{}
 	leaves("", defaults, all)
 	for k := range all {
-		if !covered[k] {
+		if !covered[k] && !coveredBelow(covered, k) {
 			t.Errorf("value %s of values.yaml has no template test", k)
 		}
 	}
 }
 
+// coveredBelow reports whether a test sets a key of the map value k.
+func coveredBelow(covered map[string]bool, k string) bool {
+	for c := range covered {
+		if strings.HasPrefix(c, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// leaves are the values of m, by path; a map that is empty by default (a
+// set of labels) is a value of its own.
 func leaves(prefix string, m map[string]any, into map[string]bool) {
 	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok {
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
 			leaves(prefix+k+".", sub, into)
 			continue
 		}
@@ -94,6 +110,9 @@ func TestRefusals(t *testing.T) {
 		{"bad namespace", map[string]any{"auth": map[string]any{"mode": "none"}, "namespaces": map[string]any{"platform": "Tesk"}}, "/namespaces/platform"},
 		{"negative retries", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": -1}}, "executorRetries"},
 		{"unknown value", map[string]any{"auth": map[string]any{"mode": "none"}, "typo": 1}, "typo"},
+		{"podMonitor not a boolean", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": "yes"}}}, "/metrics/podMonitor/enabled"},
+		{"scrape interval not a duration", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"interval": "30"}}}, "/metrics/podMonitor/interval"},
+		{"label not a string", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"labels": map[string]any{"n": 1}}}}, "/metrics/podMonitor/labels"},
 	}
 	for _, c := range cases {
 		_, err := Render(c.vals)

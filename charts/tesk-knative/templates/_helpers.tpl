@@ -13,3 +13,11 @@
 {{- fail "auth.mode is basic: set auth.basic.usersSecret to a Secret of the platform namespace whose key users is a users file of bcrypt hashes (htpasswd -B)" -}}
 {{- end -}}
 {{- end -}}
+{{/* K_OBSERVABILITY_CONFIG of the handler and the TES API: Prometheus metrics on port 9092 when the PodMonitor scrapes them, else nothing exported. */}}
+{{- define "tesk-knative.observability" -}}
+{{- if .Values.metrics.podMonitor.enabled -}}
+{{ `{"metrics-protocol": "prometheus"}` | quote }}
+{{- else -}}
+""
+{{- end -}}
+{{- end -}}
