@@ -102,6 +102,13 @@ func TestSweepPageCounts(t *testing.T) {
 			},
 			states: map[string]int{tesv1.StateInitializing: 1, tesv1.StateRunning: 2},
 			oldest: map[string]time.Time{tesv1.StateInitializing: ago(20 * time.Minute), tesv1.StateRunning: ago(2 * time.Hour)}},
+		{name: "an executor that ended without a record of its log does not make a task due",
+			tasks: []swept{sweptAs("task-a", ago(time.Hour), func() swept {
+				p := started(ago(10*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01")
+				p.Done = []string{taskmeta.PartInputsFiler, "ex-00"}
+				return swept{anchor: anchorWith(p), jobs: []*batchv1.Job{completed(taskmeta.PartInputsFiler), completed("ex-00"), running("ex-01")}}
+			}())},
+			states: map[string]int{tesv1.StateRunning: 1}, oldest: map[string]time.Time{tesv1.StateRunning: ago(10 * time.Minute)}},
 		{name: "a task whose last part passed is RUNNING until its end is written, and due",
 			tasks:  []swept{sweptAs("task-a", ago(time.Hour), lastPassed)},
 			states: map[string]int{tesv1.StateRunning: 1}, oldest: map[string]time.Time{tesv1.StateRunning: ago(3 * time.Minute)},
