@@ -325,6 +325,50 @@ func TestRealNodeExitCodes(t *testing.T) {
 	})
 }
 
+// Executor logs as TES clients read them, from real containers: three
+// executors, the second writing to both streams and failing with
+// ignore_error; the task completes, and once every pod of the task is
+// deleted (as pod garbage collection or a removed node would) the view
+// still lists the three executors in order, with their exit codes, times
+// and stdout and stderr apart (the local cluster serves a container's
+// streams apart).
+func TestRealNodeExecutorLogsOutlivePods(t *testing.T) {
+	e := newRealEnv(t, 60*time.Second, nil)
+	task := "task-reallogs"
+	second := realExecutor(task, 1, "busybox", "echo to-out; echo to-err >&2; exit 4")
+	second["metadata"].(map[string]any)["annotations"] = map[string]any{"ignore-error": "true"}
+	e.submit(task, noIO(taskJSON(realExecutor(task, 0, "busybox", "echo first"), second, realExecutor(task, 2, "busybox", "echo third; echo warn >&2"))))
+	e.waitState(task, tesv1.StateComplete, 3*time.Minute)
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: taskmeta.LabelTask + "=" + task}
+	if err := shared.Client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}, sel); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the task's pods to be gone", time.Minute, func() bool {
+		pods, err := shared.Client.CoreV1().Pods(e.ns).List(ctx, sel)
+		return err == nil && len(pods.Items) == 0
+	})
+	v, code := e.view(task)
+	if code != 200 || len(v.Logs) != 1 {
+		t.Fatalf("view %d %+v", code, v)
+	}
+	logs := v.Logs[0].Logs
+	want := []struct {
+		code           int32
+		stdout, stderr string
+	}{{0, "first\n", ""}, {4, "to-out\n", "to-err\n"}, {0, "third\n", "warn\n"}}
+	if len(logs) != len(want) {
+		t.Fatalf("%d executor logs after the pods were deleted, want %d: %+v", len(logs), len(want), logs)
+	}
+	for i, w := range want {
+		l := logs[i]
+		if l.ExitCode != w.code || l.Stdout != w.stdout || l.Stderr != w.stderr || l.StartTime == "" || l.EndTime == "" {
+			t.Errorf("executor %d: exit code %d stdout %q stderr %q times %q %q; want %d %q %q and both times",
+				i, l.ExitCode, l.Stdout, l.Stderr, l.StartTime, l.EndTime, w.code, w.stdout, w.stderr)
+		}
+	}
+}
+
 // Pods that cannot start on a real kubelet: an image the registry does not
 // have (ErrImagePull, then ImagePullBackOff) and a root image whose task asks
 // to run as non-root (CreateContainerConfigError)
