@@ -144,32 +144,6 @@ func Tags(meta metav1.ObjectMeta) map[string]string {
 	return tags
 }
 
-// MetaState is the task's TES state as its anchor's metadata alone tells it
-// (the list's state, which reads no job or pod): the final state once it
-// ended; CANCELING once cancelled; QUEUED until a step started anything;
-// INITIALIZING while only the volume and the inputs filer were started;
-// RUNNING once an executor or the outputs filer was.
-func MetaState(meta metav1.ObjectMeta) string {
-	if s := meta.Annotations[taskmeta.AnnotationState]; s != "" {
-		return s
-	}
-	if meta.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
-		return tesv1.StateCanceling
-	}
-	prog, err := steps.ParseProgress(meta.Annotations[taskmeta.AnnotationProgress])
-	if err != nil {
-		return tesv1.StateRunning
-	}
-	state := tesv1.StateQueued
-	for _, p := range prog.Started {
-		if _, ok := taskmeta.ExecutorIndex(p); ok || p == taskmeta.PartOutputsFiler {
-			return tesv1.StateRunning
-		}
-		state = tesv1.StateInitializing
-	}
-	return state
-}
-
 var labelValueRE = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`)
 
 // LabelSafe is the label-safe form of a subject: the subject itself when it is

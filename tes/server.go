@@ -574,7 +574,9 @@ func MatchTags(filter, tags map[string]string) bool {
 }
 
 // Page selects a page of anchors: those the query's filters keep, newest
-// first, after its token. It returns the page and whether more follow.
+// first, after its token. It returns the page and whether more follow. A
+// final state filters on the anchor's record; a state a task passes through
+// is left to the caller, who derives it from the jobs and pods.
 func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) {
 	var kept []metav1.ObjectMeta
 	for _, m := range anchors {
@@ -584,7 +586,7 @@ func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) 
 		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[taskmeta.AnnotationTaskName], q.NamePrefix) {
 			continue
 		}
-		if q.State != "" && MetaState(m) != q.State {
+		if q.State != "" && !slices.Contains(passingStates, q.State) && m.Annotations[taskmeta.AnnotationState] != q.State {
 			continue
 		}
 		if len(q.Tags) > 0 && !MatchTags(q.Tags, Tags(m)) {
@@ -662,11 +664,7 @@ func (s *Server) list(c echo.Context) error {
 	} else {
 		page, more = Page(anchors, q)
 		resp.Tasks = make([]tesv1.Task, len(page))
-		if q.View == tesv1.ViewMinimal {
-			for i, m := range page {
-				resp.Tasks[i] = tesv1.Task{ID: m.Name, State: MetaState(m)}
-			}
-		} else if err := s.views(ctx, page, q.View, resp.Tasks); err != nil {
+		if err := s.views(ctx, page, q.View, resp.Tasks); err != nil {
 			return s.fail(c, err)
 		}
 	}
@@ -693,7 +691,7 @@ func (s *Server) pageInState(ctx context.Context, anchors []metav1.ObjectMeta, q
 	candidates, _ := Page(anchors, all)
 	var live []metav1.ObjectMeta
 	for _, m := range candidates {
-		if !tesv1.IsFinal(MetaState(m)) {
+		if m.Annotations[taskmeta.AnnotationState] == "" {
 			live = append(live, m)
 		}
 	}
@@ -729,10 +727,12 @@ func (s *Server) fill(ctx context.Context, page []metav1.ObjectMeta, view string
 // viewChunk is how many tasks of a page one set of LIST calls reads.
 const viewChunk = 256
 
-// views reads the page's tasks in a view: for each chunk of the page, three
-// LIST calls (the anchors, their jobs, their pods, selected by the task
-// label's values), whatever the namespace holds besides. A task deleted
-// meanwhile keeps its place with the state its metadata said.
+// views reads the page's tasks in a view, their states derived as GET
+// derives them: for each chunk of the page, two LIST calls (their jobs,
+// their pods, selected by the task label's values), whatever the namespace
+// holds besides, and for BASIC and FULL a third (the anchors, for the
+// submitted task). A task deleted meanwhile keeps its place with the state
+// its metadata gives.
 func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []tesv1.Task) error {
 	for from := 0; from < len(page); from += viewChunk {
 		chunk := page[from:min(from+viewChunk, len(page))]
@@ -745,11 +745,18 @@ func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view strin
 			return err
 		}
 		sel := labels.NewSelector().Add(*req).String()
-		var cms *corev1.ConfigMapList
+		cms := &corev1.ConfigMapList{}
 		var cerr error
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			if view == tesv1.ViewMinimal {
+				// The metadata listed holds all that MINIMAL shows.
+				for _, m := range chunk {
+					cms.Items = append(cms.Items, corev1.ConfigMap{ObjectMeta: m})
+				}
+				return
+			}
 			cerr = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
 				cms, err = s.Client.CoreV1().ConfigMaps(s.Config.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 				return err
@@ -780,7 +787,7 @@ func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view strin
 		for i, m := range chunk {
 			cm, ok := byName[m.Name]
 			if !ok {
-				out[from+i] = tesv1.Task{ID: m.Name, State: MetaState(m)}
+				out[from+i] = s.build(ctx, &corev1.ConfigMap{ObjectMeta: m}, nil, nil, tesv1.ViewMinimal)
 				continue
 			}
 			wg.Add(1)
