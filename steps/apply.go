@@ -426,13 +426,7 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 			return
 		}
 	}
-	var pods *corev1.PodList
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
-		})
-		return err
-	})
+	pods, err := st.podsOfJob(ctx, job)
 	if err != nil {
 		warn("Listing the outputs filer's pods failed", err)
 		return
@@ -485,13 +479,7 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 	warn := func(msg string, err error) {
 		r.log(ctx).Warnw(msg+"; the executor's log is read from its pod while the pod exists", "task", st.a.Name, "job", job, "error", err)
 	}
-	var pods *corev1.PodList
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		pods, err = r.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
-		})
-		return err
-	})
+	pods, err := st.podsOfJob(ctx, job)
 	if err != nil {
 		warn("Listing the executor's pods failed", err)
 		return
@@ -521,4 +509,16 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 		return
 	}
 	r.log(ctx).Debugw("Executor log recorded", "task", st.a.Name, "job", job, "log", describeLog(rec))
+}
+
+// podsOfJob lists the pods the Job controller created for a job.
+func (st *step) podsOfJob(ctx context.Context, job string) (*corev1.PodList, error) {
+	var pods *corev1.PodList
+	err := st.r.call(ctx, func(ctx context.Context) (err error) {
+		pods, err = st.r.Client.CoreV1().Pods(st.a.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.Set{batchv1.JobNameLabel: job}.String(),
+		})
+		return err
+	})
+	return pods, err
 }

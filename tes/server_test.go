@@ -2,9 +2,7 @@ package tes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -102,22 +100,12 @@ func newAPITestWith(t *testing.T, auth Authenticator) *apiTest {
 
 func (a *apiTest) do(method, path, body string) (int, map[string]any) {
 	a.t.Helper()
-	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	authz := ""
 	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
+		authz = "Bearer " + a.token
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		a.t.Fatalf("%s %s: %d, body not a JSON object: %q", method, path, resp.StatusCode, b)
-	}
-	return resp.StatusCode, m
+	code, m, _ := a.withAuthorization(authz, method, path, body)
+	return code, m
 }
 
 const helloTask = `{"name":"hello","description":"says hello","tags":{"project":"p1"},

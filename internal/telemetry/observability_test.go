@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,21 +27,7 @@ import (
 // histogram's as its _bucket, _sum and _count series.
 func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	cfg, err := ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Setup(context.Background(), cfg, "test", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Shutdown(context.Background()) }()
+	p, addr := prometheusProvider(t)
 	ctx := context.Background()
 
 	s, err := NewSteps(p.Meter, p.Tracer)

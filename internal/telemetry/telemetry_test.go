@@ -119,21 +119,7 @@ func TestClientMetrics(t *testing.T) {
 // metrics-protocol prometheus serves the metrics at /metrics on the
 // configured address.
 func TestPrometheus(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	cfg, err := ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Setup(context.Background(), cfg, "test", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Shutdown(context.Background()) }()
+	p, addr := prometheusProvider(t)
 	s, err := NewSteps(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
@@ -214,4 +200,26 @@ func TestSweptTasksGauges(t *testing.T) {
 	if got := gauges(); len(got) != 2 || got[MetricTasksQueued+"{}"] != 0 {
 		t.Fatalf("after the next sweep: %v", got)
 	}
+}
+
+// prometheusProvider sets up the telemetry with metrics-protocol prometheus
+// on a free loopback port, shut down at the test's end.
+func prometheusProvider(t *testing.T) (*Providers, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cfg, err := ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Setup(context.Background(), cfg, "test", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p, addr
 }
