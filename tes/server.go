@@ -38,6 +38,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -204,12 +205,49 @@ func (s *Server) serviceInfo(c echo.Context) error {
 	info := s.Config.Info
 	info.Type = tesv1.ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
 	info.TesResourcesBackendParameters = append([]string{}, SupportedBackendParameters...)
-	if len(info.Storage) == 0 {
-		// What every deployment's filer reaches; file:// only where the
-		// operator mounted a transfer volume (HOST_BASE_PATH).
-		info.Storage = []string{"http://", "https://", "ftp://", "s3://"}
-	}
+	info.Storage = s.storage()
 	return c.JSON(http.StatusOK, info)
+}
+
+// storage is the storage the service offers (service-info.storage): the
+// operator's list (TES_STORAGE), else what every deployment's filer
+// reaches; file:// only where the operator lists it, having mounted a
+// transfer volume (HOST_BASE_PATH).
+func (s *Server) storage() []string {
+	if len(s.Config.Info.Storage) > 0 {
+		return s.Config.Info.Storage
+	}
+	return []string{"http://", "https://", "ftp://", "s3://"}
+}
+
+// checkFileURLs refuses file:// inputs and outputs when the service offers
+// no file storage: without a transfer volume the filer could never reach
+// them.
+func (s *Server) checkFileURLs(t *tesv1.Task) error {
+	for _, st := range s.storage() {
+		if strings.HasPrefix(strings.ToLower(st), "file:") {
+			return nil
+		}
+	}
+	refuse := func(field, raw string) error {
+		return bad("%s: %q is a file URL, and this service has no transfer volume for files (service-info storage: %s)", field, taskspec.Redact(raw), strings.Join(s.storage(), ", "))
+	}
+	for i, in := range t.Inputs {
+		if isFileURL(in.URL) {
+			return refuse(fmt.Sprintf("inputs[%d].url", i), in.URL)
+		}
+	}
+	for i, out := range t.Outputs {
+		if isFileURL(out.URL) {
+			return refuse(fmt.Sprintf("outputs[%d].url", i), out.URL)
+		}
+	}
+	return nil
+}
+
+func isFileURL(raw string) bool {
+	scheme, _, ok := strings.Cut(raw, ":")
+	return ok && strings.EqualFold(scheme, "file")
 }
 
 // maxCreateAttempts bounds how often a new id is drawn when one is taken.
@@ -223,6 +261,9 @@ func (s *Server) create(c echo.Context) error {
 	t, err := DecodeTask(body)
 	if err == nil {
 		err = Validate(t)
+	}
+	if err == nil {
+		err = s.checkFileURLs(t)
 	}
 	if err != nil {
 		return s.fail(c, err)

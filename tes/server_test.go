@@ -171,6 +171,31 @@ func TestCreateRefusesAndChangesNothing(t *testing.T) {
 	}
 }
 
+// file:// URLs need a transfer volume: refused, naming the field, unless
+// the operator lists file storage (TES_STORAGE), which service-info shows.
+func TestFileURLsNeedFileStorage(t *testing.T) {
+	task := `{"executors":[{"image":"a","command":["x"]}],"inputs":[{"path":"/d/a","url":"s3://b/a"}],"outputs":[{"path":"/d/b","url":"FILE:///transfer/b"}]}`
+	a := newAPITest(t)
+	code, body := a.do(http.MethodPost, "/tasks", task)
+	if msg := fmt.Sprint(body["error"]); code != http.StatusBadRequest || !strings.Contains(msg, "outputs[0].url") || !strings.Contains(msg, "s3://") {
+		t.Fatalf("without file storage: %d %v", code, body)
+	}
+	if l, _ := a.client.CoreV1().ConfigMaps("tes").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("a refused task wrote %d ConfigMaps", len(l.Items))
+	}
+	_, info := a.do(http.MethodGet, "/service-info", "")
+	if fmt.Sprint(info["storage"]) != "[http:// https:// ftp:// s3://]" {
+		t.Errorf("service-info storage %v", info["storage"])
+	}
+	a.srv.Config.Info.Storage = []string{"s3://", "file:///transfer"}
+	if code, body := a.do(http.MethodPost, "/tasks", task); code != http.StatusOK {
+		t.Errorf("with file storage: %d %v", code, body)
+	}
+	if _, info := a.do(http.MethodGet, "/service-info", ""); fmt.Sprint(info["storage"]) != "[s3:// file:///transfer]" {
+		t.Errorf("service-info storage %v", info["storage"])
+	}
+}
+
 func TestGetViews(t *testing.T) {
 	a := newAPITest(t)
 	_, body := a.do(http.MethodPost, "/tasks", helloTask)
