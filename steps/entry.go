@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,10 +29,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take from events (TRUST_EVENTS is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)
 	}
 	if len(input) > 0 {
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: task, Namespace: ns, Labels: map[string]string{taskmeta.LabelTask: task}},
-			BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskspec.Gzip(input)},
-		}
+		cm := taskmeta.NewAnchor(ns, task, taskspec.Gzip(input))
 		var bad error
 		if spec, bad = taskspec.Decode(input); bad == nil {
 			bad = r.admit(spec, ns)
@@ -96,9 +92,8 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 			ns, task, taskmeta.LabelStatus, taskmeta.StatusCancelled)
 	}
 	if anchor.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}}})
 		err := r.call(ctx, func(ctx context.Context) error {
-			_, err := r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, task, types.MergePatchType, patch, metav1.PatchOptions{})
+			_, err := r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, task, types.MergePatchType, taskmeta.CancelPatch(), metav1.PatchOptions{})
 			return err
 		})
 		if err != nil {

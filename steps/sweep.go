@@ -211,7 +211,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 // task.submitted event was lost) and those with a step due.
 func sweepPage(anchors []metav1.ObjectMeta, jobsOf map[string][]sweptJob, podsOf map[string][]*corev1.Pod, cfg Config, now time.Time, event string, counts *TaskCounts) (unstarted, due []string) {
 	for _, meta := range anchors {
-		if meta.Labels[taskmeta.LabelTask] != meta.Name {
+		if !taskmeta.IsAnchor(meta) {
 			continue // a ConfigMap that is not a task's anchor
 		}
 		t := sweepTask(meta, jobsOf[meta.Name], podsOf[meta.Name], cfg, now, event)

@@ -1,6 +1,7 @@
 package taskmeta
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -125,5 +126,27 @@ func TestStuckReason(t *testing.T) {
 				t.Errorf("StuckReason = %q, %v; want %q, %v", reason, stuck, c.reason, c.stuck)
 			}
 		})
+	}
+}
+
+func TestAnchor(t *testing.T) {
+	cm := NewAnchor("ns", "task-1234abcd", []byte("gz"))
+	if !IsAnchor(cm.ObjectMeta) || cm.Namespace != "ns" || string(cm.BinaryData["JSON_INPUT.gz"]) != "gz" || cm.Annotations == nil {
+		t.Errorf("anchor %+v", cm)
+	}
+	other := NewAnchor("ns", "task-1234abcd-filer-config", nil)
+	other.Labels[LabelTask] = "task-1234abcd"
+	for _, m := range []metav1.ObjectMeta{other.ObjectMeta, {}, {Name: "x"}} {
+		if IsAnchor(m) {
+			t.Errorf("%q labelled %v is not an anchor", m.Name, m.Labels)
+		}
+	}
+	var patch struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(CancelPatch(), &patch); err != nil || len(patch.Metadata.Labels) != 1 || patch.Metadata.Labels[LabelStatus] != StatusCancelled {
+		t.Errorf("cancel patch %s: %v", CancelPatch(), err)
 	}
 }

@@ -39,20 +39,9 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 	if err != nil {
 		return nil, err
 	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      id,
-			Namespace: ns,
-			Labels:    map[string]string{taskmeta.LabelTask: id},
-			Annotations: map[string]string{
-				steps.AnnotationSubmittedBy: steps.SubmittedByTESAPI,
-			},
-		},
-		BinaryData: map[string][]byte{
-			taskspec.ConfigMapKey: taskspec.Gzip(taskJSON),
-			TaskKey:               taskspec.Gzip(raw),
-		},
-	}
+	cm := taskmeta.NewAnchor(ns, id, taskspec.Gzip(taskJSON))
+	cm.Annotations[steps.AnnotationSubmittedBy] = steps.SubmittedByTESAPI
+	cm.BinaryData[TaskKey] = taskspec.Gzip(raw)
 	if c.Label != "" {
 		cm.Labels[taskmeta.LabelCreator] = c.Label
 		cm.Annotations[taskmeta.AnnotationCreator] = c.Subject
@@ -68,11 +57,6 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 		return nil, bad("the task is too large: %d bytes compressed, a task's ConfigMap holds at most about %d", n, taskspec.MaxSize-64<<10)
 	}
 	return cm, nil
-}
-
-// IsAnchor reports whether a ConfigMap is a task's anchor.
-func IsAnchor(meta metav1.ObjectMeta) bool {
-	return meta.Labels[taskmeta.LabelTask] == meta.Name
 }
 
 // StoredTask reads the submitted task from its anchor; false if the anchor

@@ -347,7 +347,7 @@ func (s *Server) anchor(c echo.Context, id string) (*corev1.ConfigMap, error) {
 		cm, err = s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Get(c.Request().Context(), id, metav1.GetOptions{})
 		return err
 	})
-	if apierrors.IsNotFound(err) || (err == nil && !IsAnchor(cm.ObjectMeta)) {
+	if apierrors.IsNotFound(err) || (err == nil && !taskmeta.IsAnchor(cm.ObjectMeta)) {
 		return nil, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("no task %q", id))
 	}
 	if err != nil {
@@ -621,7 +621,7 @@ func MatchTags(filter, tags map[string]string) bool {
 func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) {
 	var kept []metav1.ObjectMeta
 	for _, m := range anchors {
-		if !IsAnchor(m) {
+		if !taskmeta.IsAnchor(m) {
 			continue
 		}
 		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[taskmeta.AnnotationTaskName], q.NamePrefix) {
@@ -810,7 +810,7 @@ func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view strin
 		}
 		byName := map[string]*corev1.ConfigMap{}
 		for i := range cms.Items {
-			if IsAnchor(cms.Items[i].ObjectMeta) {
+			if taskmeta.IsAnchor(cms.Items[i].ObjectMeta) {
 				byName[cms.Items[i].Name] = &cms.Items[i]
 			}
 		}
@@ -862,9 +862,8 @@ func (s *Server) cancel(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if cm.Labels[taskmeta.LabelStatus] != taskmeta.StatusCancelled {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{taskmeta.LabelStatus: taskmeta.StatusCancelled}}})
 		err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() error {
-			_, err := s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Patch(ctx, id, types.MergePatchType, patch, metav1.PatchOptions{})
+			_, err := s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Patch(ctx, id, types.MergePatchType, taskmeta.CancelPatch(), metav1.PatchOptions{})
 			return err
 		})
 		if apierrors.IsNotFound(err) {
