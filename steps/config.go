@@ -133,6 +133,7 @@ func DefaultConfig() Config {
 		FilerPodSecurityContext: DefaultFilerPodSecurityContext(),
 		FilerSecurityContext:    DefaultFilerSecurityContext(),
 		ExecutorSecurityContext: DefaultExecutorSecurityContext(),
+		LogTailBytes:            DefaultLogTailBytes,
 	}
 }
 

@@ -47,7 +47,7 @@ func ExecutorLog(ctx context.Context, client kubernetes.Interface, ns, pod, cont
 	if limit <= 0 {
 		limit = DefaultLogTailBytes
 	}
-	if !splitUnsupported.Load() {
+	if time.Now().UnixNano() >= splitRefusedUntil.Load() {
 		stdout, err = readLogTail(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, Stream: ptrTo(corev1.LogStreamStdout)}, limit)
 		if err == nil {
 			stderr, err = readLogTail(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, Stream: ptrTo(corev1.LogStreamStderr)}, limit)
@@ -67,13 +67,19 @@ func ExecutorLog(ctx context.Context, client kubernetes.Interface, ns, pod, cont
 				return stdout, stderr, true, nil
 			}
 			return stdout, "", false, nil
-		case apierrors.IsNotFound(err) || ctx.Err() != nil:
+		case !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err):
 			return "", "", false, err
-		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-			// The API server or the kubelet does not serve the streams
-			// apart: ask for the interleaved log from now on.
-			splitUnsupported.Store(true)
 		}
+		// Refused: the API server or the kubelet does not serve the
+		// streams apart, or the container has no log yet (a 400 too).
+		// The interleaved log tells which.
+		lines := int64(limit/16 + 1)
+		stdout, err2 := readLogTail(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}, limit)
+		if err2 != nil {
+			return "", "", false, err
+		}
+		splitRefusedUntil.Store(time.Now().Add(splitRetry).UnixNano())
+		return stdout, "", false, nil
 	}
 	// The end in lines, bounded again in bytes: the API server cannot cut a
 	// log from its end by bytes.
@@ -82,9 +88,15 @@ func ExecutorLog(ctx context.Context, client kubernetes.Interface, ns, pod, cont
 	return stdout, "", false, err
 }
 
-// splitUnsupported is set once the cluster refused to serve one stream of a
-// container's log.
-var splitUnsupported atomic.Bool
+// splitRefusedUntil is when the streams are next asked for apart, after the
+// cluster refused to serve one stream of a log it served whole
+// (nanoseconds since 1970; 0: ask).
+var splitRefusedUntil atomic.Int64
+
+// splitRetry is how long the streams are not asked for apart after a
+// refusal: a cluster whose API server and kubelets are upgraded serves
+// them apart without the service restarting.
+const splitRetry = 10 * time.Minute
 
 func ptrTo[T any](v T) *T { return &v }
 

@@ -103,6 +103,14 @@ func logServer(t *testing.T, split bool, stdout, stderr string, ignoring ...bool
 	var mu sync.Mutex
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/namespaces/ns/pods/waiting/log" {
+			// A container that has not started: no log, whatever is asked.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(metav1.Status{Status: metav1.StatusFailure, Code: 400, Reason: metav1.StatusReasonBadRequest,
+				Message: `container "executor" in pod "waiting" is waiting to start: ContainerCreating`})
+			return
+		}
 		if r.URL.Path != "/api/v1/namespaces/ns/pods/p/log" {
 			http.NotFound(w, r)
 			return
@@ -139,9 +147,9 @@ func logServer(t *testing.T, split bool, stdout, stderr string, ignoring ...bool
 
 func TestExecutorLogStreams(t *testing.T) {
 	ctx := context.Background()
-	t.Cleanup(func() { splitUnsupported.Store(false) })
+	t.Cleanup(func() { splitRefusedUntil.Store(0) })
 
-	splitUnsupported.Store(false)
+	splitRefusedUntil.Store(0)
 	c, _ := logServer(t, true, strings.Repeat("o", 100)+"OUT", "ERR")
 	out, errs, split, err := ExecutorLog(ctx, c, "ns", "p", "executor", 10)
 	if err != nil || !split || out != "ooooooo"+"OUT" || errs != "ERR" {
@@ -173,12 +181,15 @@ func TestExecutorLogStreams(t *testing.T) {
 		t.Errorf("the interleaved log is asked for by its last lines: %v", *asked)
 	}
 
-	splitUnsupported.Store(false)
+	splitRefusedUntil.Store(0)
 	_, _, _, err = ExecutorLog(ctx, c, "ns", "gone", "executor", 1024)
 	if err == nil {
 		t.Error("a pod that is not there: no error")
 	}
-	if splitUnsupported.Load() {
-		t.Error("a missing pod turned the split streams off")
+	if _, _, _, err = ExecutorLog(ctx, c, "ns", "waiting", "executor", 1024); err == nil {
+		t.Error("a container that has not started: no error")
+	}
+	if splitRefusedUntil.Load() != 0 {
+		t.Error("a missing pod or a container without a log turned the split streams off")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,13 +42,15 @@ import (
 //     PVC, the filers' and the executors' jobs (persistentvolumeclaims
 //     create, jobs create), reads the jobs it waits for and lists a task's
 //     jobs and pods (jobs get, list; pods list), reads the outputs filer's
-//     log and records it on its job (pods/log get, jobs patch), deletes
+//     log and each executor's as it ends and records them on their jobs
+//     (pods/log get, jobs patch), deletes
 //     the PVC (persistentvolumeclaims delete) and tells the story
 //     (events.k8s.io events create); the adapter lists and watches jobs,
 //     pods and anchors (list, watch);
 //   - the task in the FULL view and a list in the BASIC view through the
 //     TES API: the anchors listed (configmaps list), the jobs and pods
-//     listed, an executor's log read (jobs list, pods list, pods/log get);
+//     listed (jobs list, pods list; the executors that ended show what
+//     the handler recorded on their jobs);
 //     the task's story (GET /tasks/{id}/events): the Events of its objects
 //     listed (events list);
 //   - task.submitted with the task JSON, an executor that fails,
@@ -55,9 +58,10 @@ import (
 //     which only TRUST_EVENTS on asks for: a handler with the ConfigMap's
 //     default never creates one) and releases the PVC from the task
 //     (persistentvolumeclaims patch);
-//   - a running TES task cancelled through the TES API: it labels the
-//     anchor (configmaps patch), the handler deletes the running job (jobs
-//     delete);
+//   - a running TES task read in the FULL view, its running executor's
+//     log read from its pod (pods/log get), then cancelled through the TES
+//     API: it labels the anchor (configmaps patch), the handler deletes the
+//     running job (jobs delete);
 //   - sweeps past TASK_TTL_SECONDS: the anchors listed (configmaps list)
 //     and the ended tasks deleted (configmaps delete).
 //
@@ -124,8 +128,16 @@ func TestRolesAreExactlyWhatIsUsed(t *testing.T) {
 	})
 
 	// A running TES task cancelled through the TES API.
-	cancelled := api.create(map[string]any{"executors": []any{map[string]any{"image": "fate.tesk.test/manual", "command": []any{"sleep", "1000"}}}})
-	e.waitFor("the executor's job", 30*time.Second, func() bool { _, err := e.job(cancelled + "-ex-00"); return err == nil })
+	cancelled := api.create(map[string]any{"executors": []any{map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "1000"}}}})
+	e.waitFor("the executor's pod to run", 30*time.Second, func() bool {
+		pods := e.podsOf(cancelled + "-ex-00")
+		return len(pods) > 0 && pods[0].Status.Phase == corev1.PodRunning
+	})
+	// Its FULL view reads the running executor's log from its pod.
+	running := api.get(cancelled, tesv1.ViewFull)
+	if ex := running["logs"].([]any)[0].(map[string]any)["logs"].([]any); len(ex) != 1 || ex[0].(map[string]any)["stdout"] == nil || ex[0].(map[string]any)["end_time"] != nil {
+		t.Errorf("FULL of a running executor: %v", running["logs"])
+	}
 	if code, body := api.do(http.MethodPost, "/tasks/"+cancelled+":cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel: %d %s", code, body)
 	}

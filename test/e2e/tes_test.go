@@ -274,7 +274,7 @@ func demoTask(name string) map[string]any {
 // A task created through the TES API runs to COMPLETE through the handler
 // and the adapter; each view says what the specification asks.
 func TestTESTaskRunsToComplete(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.LogTailBytes = 16 }})
 	api := newTESAPI(t, e, e.url)
 	stop, err := shared.SetLogsForSelector(context.Background(), e.ns, taskmeta.LabelTask, "line one\nHELLO FROM THE EXECUTOR\n")
 	if err != nil {
@@ -300,7 +300,8 @@ func TestTESTaskRunsToComplete(t *testing.T) {
 		t.Errorf("FULL: input content %v", full["inputs"])
 	}
 	exlogs := full["logs"].([]any)[0].(map[string]any)["logs"].([]any)
-	// The tail is bounded (16 bytes here): the log's last 16 bytes.
+	// The handler recorded the executor's log when it ended, its end
+	// bounded by the handler's TES_LOG_TAIL_BYTES (16 bytes here).
 	if got := exlogs[0].(map[string]any)["stdout"]; got != "OM THE EXECUTOR\n" {
 		t.Errorf("FULL stdout %q, want the log's last 16 bytes", got)
 	}
