@@ -489,7 +489,7 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 		return
 	}
 	ptrs := podPointers(pods.Items)
-	rec := executorLog(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j.Name}, Status: j.Status}, ptrs)
+	rec := observedLog(j, ptrs)
 	if pod := LastPod(ptrs, job); pod != nil && len(pod.Spec.Containers) > 0 {
 		limit := min(r.Config.logTailBytes(), MaxRecordedLogBytes/2)
 		stdout, stderr, _, err := ExecutorLog(ctx, r.Client, ns, pod.Name, pod.Spec.Containers[0].Name, limit)

@@ -269,14 +269,17 @@ func sortedParts(jobs map[string]*batchv1.Job) []string {
 }
 
 // recordLogs adds a RecordExecutorLog for each executor whose job ended
-// without a record, after the parts the plan creates (the task goes on
+// without a record and that no step went past yet, after the parts the plan creates (the task goes on
 // first) and before anything it fails or deletes (a deleted job's pods take
 // its log with them).
 func recordLogs(actions []Action, obs Observed) []Action {
+	// A job recorded done was passed by an earlier step, which recorded its
+	// log (or warned): steps read only the jobs not done, and so does this.
+	prog, _ := ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
 	var records []Action
 	for _, part := range ExecutorParts(obs.Jobs) {
 		j := obs.Jobs[part]
-		if _, ok := j.Annotations[taskmeta.AnnotationExecutorLog]; ok || isGone(j) || taskmeta.StatusOf(j) == taskmeta.JobRunning {
+		if _, ok := j.Annotations[taskmeta.AnnotationExecutorLog]; ok || prog.IsDone(part) || isGone(j) || taskmeta.StatusOf(j) == taskmeta.JobRunning {
 			continue
 		}
 		records = append(records, Action{Kind: RecordExecutorLog, Part: part})

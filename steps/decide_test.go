@@ -994,6 +994,12 @@ func TestRecordLogs(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, g, c.want)
 		}
 	}
+	// A job a step went past (recorded done) is left to that step.
+	p := progressOf([]string{"ex-00", "ex-01"}, "ev", t0, "ex-00", "ex-01")
+	p.Done = []string{"ex-00"}
+	if got := recordLogs(nil, Observed{Anchor: anchorWith(&p), Jobs: jobsOf(completed("ex-00"), failed("ex-01"))}); !slices.Equal(got, []Action{act(RecordExecutorLog, "ex-01")}) {
+		t.Errorf("past a done job: %v, want ex-01's record only", got)
+	}
 	// A task that ended records nothing, whatever its jobs.
 	ended := anchorWith(nil, taskmeta.AnnotationState, tesv1.StateComplete)
 	if p := Decide(Observed{Anchor: ended, Jobs: jobsOf(completed("ex-00"))}, DefaultConfig(), t0); len(p.Actions) != 0 {

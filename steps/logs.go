@@ -73,19 +73,23 @@ func ExecutorLog(ctx context.Context, client kubernetes.Interface, ns, pod, cont
 		// Refused: the API server or the kubelet does not serve the
 		// streams apart, or the container has no log yet (a 400 too).
 		// The interleaved log tells which.
-		lines := int64(limit/16 + 1)
-		stdout, err2 := readLogTail(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}, limit)
+		stdout, err2 := interleavedLog(ctx, client, ns, pod, container, limit)
 		if err2 != nil {
 			return "", "", false, err
 		}
 		splitRefusedUntil.Store(time.Now().Add(splitRetry).UnixNano())
 		return stdout, "", false, nil
 	}
-	// The end in lines, bounded again in bytes: the API server cannot cut a
-	// log from its end by bytes.
-	lines := int64(limit/16 + 1)
-	stdout, err = readLogTail(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}, limit)
+	stdout, err = interleavedLog(ctx, client, ns, pod, container, limit)
 	return stdout, "", false, err
+}
+
+// interleavedLog is the end of a container's log, both streams as the log
+// interleaves them: asked for by its last lines and bounded again in bytes,
+// as the API server cannot cut a log from its end by bytes.
+func interleavedLog(ctx context.Context, client kubernetes.Interface, ns, pod, container string, limit int) (string, error) {
+	lines := int64(limit/16 + 1)
+	return readLogTail(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}, limit)
 }
 
 // splitRefusedUntil is when the streams are next asked for apart, after the

@@ -252,16 +252,7 @@ func sweepTask(meta metav1.ObjectMeta, jobs []sweptJob, pods []*corev1.Pod, cfg 
 		obs.Pods = []*corev1.Pod{}
 	}
 	plan := Decide(obs, cfg, now)
-	// A record of an ended executor's log alone is not due: the step that
-	// went past the executor made it, or its pod was read for as long as
-	// it could be.
-	records := 0
-	for _, a := range plan.Actions {
-		if a.Kind == RecordExecutorLog {
-			records++
-		}
-	}
-	t := sweptTask{state: viewState(plan), step: created, due: plan.Progress != nil || len(plan.Actions) > records || plan.Final != nil}
+	t := sweptTask{state: viewState(plan), step: created, due: plan.Progress != nil || len(plan.Actions) > 0 || plan.Final != nil}
 	if !IsFinalState(t.state) {
 		if prog, err := ParseProgress(meta.Annotations[taskmeta.AnnotationProgress]); err == nil && prog.Last != nil {
 			t.step = prog.Last.At

@@ -97,6 +97,12 @@ func executorLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
 	if l, ok := RecordedLog(job); ok {
 		return l
 	}
+	return observedLog(job, pods)
+}
+
+// observedLog is an executor's exit code and times as its job and pods tell
+// them, without streams.
+func observedLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
 	l, ended := podLog(pods)
 	if !ended {
 		switch taskmeta.StatusOf(job) {
