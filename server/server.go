@@ -16,7 +16,6 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -25,7 +24,7 @@ import (
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
-	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -103,11 +102,6 @@ func (s *Server) Close() {
 	}
 }
 
-// ErrorBody is the JSON of every error answer.
-type ErrorBody struct {
-	Error string `json:"error"`
-}
-
 // Echo returns the routes.
 func (s *Server) Echo() *echo.Echo {
 	e := echo.New()
@@ -118,19 +112,7 @@ func (s *Server) Echo() *echo.Echo {
 	e.Server.ReadTimeout = 60 * time.Second
 	e.Server.WriteTimeout = StepTimeout + 10*time.Second
 	e.Server.IdleTimeout = 2 * time.Minute
-	e.HTTPErrorHandler = func(err error, c echo.Context) {
-		code, msg := http.StatusInternalServerError, err.Error()
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			code = he.Code
-			if m, ok := he.Message.(string); ok {
-				msg = m
-			}
-		}
-		if !c.Response().Committed {
-			_ = c.JSON(code, ErrorBody{Error: msg})
-		}
-	}
+	e.HTTPErrorHandler = httperr.Handler
 	e.POST("/", s.event)
 	e.GET("/tasks/:namespace/:task", s.view)
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
@@ -257,7 +239,7 @@ func (s *Server) ok(c echo.Context, res any) error {
 func (s *Server) view(c echo.Context) error {
 	ns, task := c.Param("namespace"), c.Param("task")
 	if ns != s.Namespace {
-		return c.JSON(http.StatusNotFound, ErrorBody{Error: "no task " + ns + "/" + task + ": this service serves namespace " + s.Namespace})
+		return c.JSON(http.StatusNotFound, httperr.Body{Error: "no task " + ns + "/" + task + ": this service serves namespace " + s.Namespace})
 	}
 	v, err := s.Runner.View(c.Request().Context(), ns, task)
 	if err != nil {
@@ -266,22 +248,16 @@ func (s *Server) view(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// statusOf is the answer to an error: 400 for what can never succeed (no
-// redelivery), 404 for an unknown task, 429 or 503 for what may pass later,
-// 500 for the rest (e.g. a role that lacks a permission: the event comes
-// again once it is fixed, or goes to the dead letter sink).
+// statusOf is the answer to an error (httperr.Status), and 404 for an
+// unknown task: 400 tells the Broker never to deliver the event again, 429
+// and 503 to deliver it later, 500 too (e.g. a Role that lacks a
+// permission: the event comes again once it is fixed, or goes to the dead
+// letter sink).
 func statusOf(err error) int {
-	switch {
-	case invalid.Is(err):
-		return http.StatusBadRequest
-	case errors.Is(err, steps.ErrUnknownTask):
+	if errors.Is(err, steps.ErrUnknownTask) {
 		return http.StatusNotFound
-	case apierrors.IsTooManyRequests(err):
-		return http.StatusTooManyRequests
-	case steps.IsTransient(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return http.StatusServiceUnavailable
 	}
-	return http.StatusInternalServerError
+	return httperr.Status(err)
 }
 
 // fail answers an error with its status code.
@@ -291,5 +267,5 @@ func (s *Server) fail(c echo.Context, log *zap.SugaredLogger, err error, code in
 	} else {
 		log.Warnw("Event refused", "error", err, "status", code)
 	}
-	return c.JSON(code, ErrorBody{Error: err.Error()})
+	return httperr.Write(c, code, err)
 }

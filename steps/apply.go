@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -234,7 +235,7 @@ var hiddenEnv = map[string]bool{"TESK_FTP_USERNAME": true, "TESK_FTP_PASSWORD": 
 // so the task stops at once with the server's message (behaviour §8.6);
 // other errors are tried again.
 func (st *step) created(ctx context.Context, act Action, err error) (stepOutcome, error) {
-	if Classify(err) != Rejected {
+	if kubeapi.Classify(err) != kubeapi.Rejected {
 		return finished, err
 	}
 	reason := fmt.Sprintf("Creating %s was rejected: %v", describe(st.a.Name, act.Part), err)
@@ -264,14 +265,14 @@ func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) 
 func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
 	name := taskmeta.ObjectName(st.a.Name, act.Part)
 	err := st.patchFailed(ctx, name, act.Reason)
-	switch Classify(err) {
-	case Done:
+	switch kubeapi.Classify(err) {
+	case kubeapi.Done:
 		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
 		st.r.event(st.anchor, true, EventJobFailed, "Failed job %s: %s", name, act.Reason)
 		return finished, nil
-	case Missing:
+	case kubeapi.Missing:
 		return again, nil
-	case Rejected:
+	case kubeapi.Rejected:
 		reason := fmt.Sprintf("%s; failing job '%s' was rejected (%v), so it is deleted instead", act.Reason, name, err)
 		st.r.log(ctx).Warnw("Failing a job was rejected; deleting it", "task", st.a.Name, "job", name, "error", err)
 		return st.endPart(ctx, act.Part, reason, true)
@@ -304,21 +305,21 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 	err := st.r.call(ctx, func(ctx context.Context) error {
 		return st.r.Client.BatchV1().Jobs(st.a.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
 	})
-	switch Classify(err) {
-	case Done, Missing:
+	switch kubeapi.Classify(err) {
+	case kubeapi.Done, kubeapi.Missing:
 		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
 		st.r.event(st.anchor, true, EventJobDelete, "Deleted job %s: %s", name, why)
 		return finished, nil
-	case Retry:
+	case kubeapi.Retry:
 		return finished, err
 	}
 	st.r.log(ctx).Errorw("Deleting a job was rejected; failing it and keeping it instead", "task", st.a.Name, "job", name, "error", err)
 	kept := fmt.Sprintf("Deleting job '%s' was rejected (%v); it is kept", name, err)
 	ferr := st.patchFailed(ctx, name, why)
-	switch Classify(ferr) {
-	case Retry:
+	switch kubeapi.Classify(ferr) {
+	case kubeapi.Retry:
 		return finished, ferr
-	case Rejected:
+	case kubeapi.Rejected:
 		st.r.log(ctx).Errorw("Failing the job was rejected too; it runs until it ends", "task", st.a.Name, "job", name, "error", ferr)
 		kept = fmt.Sprintf("Deleting job '%s' was rejected (%v), and so was failing it (%v); it is kept", name, err, ferr)
 	}

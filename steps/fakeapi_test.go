@@ -28,6 +28,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/pkg/logging"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -321,19 +322,19 @@ func (timeoutError) Temporary() bool { return true }
 type errorClass struct {
 	name string
 	err  error
-	want Outcome
+	want kubeapi.Outcome
 }
 
 var errorClasses = []errorClass{
-	{"403 Forbidden", errDenied, Rejected},
-	{"404 Not Found", errNotFound, Missing},
-	{"409 Conflict", errConflict, Retry},
-	{"422 Invalid", errInvalid, Rejected},
-	{"429 Too Many Requests", errThrottle, Retry},
-	{"500 Internal Server Error", errInternal, Retry},
-	{"503 Service Unavailable", errUnavail, Retry},
-	{"the client's timeout", errTimeout, Retry},
-	{"a refused dial", errDial, Retry},
-	{"a context deadline", errDeadline, Retry},
-	{"a reset connection", errReset, Retry},
+	{"403 Forbidden", errDenied, kubeapi.Rejected},
+	{"404 Not Found", errNotFound, kubeapi.Missing},
+	{"409 Conflict", errConflict, kubeapi.Retry},
+	{"422 Invalid", errInvalid, kubeapi.Rejected},
+	{"429 Too Many Requests", errThrottle, kubeapi.Retry},
+	{"500 Internal Server Error", errInternal, kubeapi.Retry},
+	{"503 Service Unavailable", errUnavail, kubeapi.Retry},
+	{"the client's timeout", errTimeout, kubeapi.Retry},
+	{"a refused dial", errDial, kubeapi.Retry},
+	{"a context deadline", errDeadline, kubeapi.Retry},
+	{"a reset connection", errReset, kubeapi.Retry},
 }

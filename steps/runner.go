@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -46,10 +46,6 @@ type Runner struct {
 	// context ends).
 	Sleep func(context.Context, time.Duration) error
 }
-
-// DefaultBackoff retries a transient API error 5 times, from 50 ms, doubling,
-// for at most about 1.5 s in all.
-var DefaultBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 5, Cap: time.Second}
 
 // maxAttempts bounds how often a step is decided again after the anchor
 // changed under it (a conflict) or an action changed what it decides on.
@@ -89,20 +85,16 @@ func (r *Runner) now() time.Time {
 
 func (r *Runner) backoff() wait.Backoff {
 	if r.Backoff.Steps == 0 {
-		return DefaultBackoff
+		return kubeapi.DefaultBackoff
 	}
 	return r.Backoff
 }
 
-// call runs one API request, retrying transient errors with bounded backoff.
-// A conflict (409: AlreadyExists, or a write on a resourceVersion that
-// changed) is not tried again as it is: the caller reads again and decides.
+// call runs one API request, retrying transient errors with the Runner's
+// bounded backoff (kubeapi.CallWith: a conflict is not tried again as it
+// is, the caller reads again and decides).
 func (r *Runner) call(ctx context.Context, fn func(context.Context) error) error {
-	return retry.OnError(r.backoff(), func(err error) bool {
-		return IsTransient(err) && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil
-	}, func() error {
-		return fn(ctx)
-	})
+	return kubeapi.CallWith(ctx, r.backoff(), fn)
 }
 
 func taskSelector(task string) string {

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
-	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The layer that talks to the API server, on client-go's fake clientset with
@@ -28,17 +30,17 @@ import (
 
 func TestClassify(t *testing.T) {
 	cases := append(slices.Clone(errorClasses),
-		errorClass{"400 Bad Request", apierrors.NewBadRequest("no"), Rejected},
-		errorClass{"401 Unauthorized", apierrors.NewUnauthorized("token expired"), Rejected},
-		errorClass{"403 exceeded quota", apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "x", errors.New("exceeded quota: q")), Rejected},
-		errorClass{"408 Request Timeout", apierrors.NewTimeoutError("slow", 1), Retry},
-		errorClass{"504 Gateway Timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "jobs"}, "patch", 1), Retry},
-		errorClass{"a wrapped 403", fmt.Errorf("patching: %w", errDenied), Rejected},
-		errorClass{"a wrapped dial error", fmt.Errorf("patching: %w", errDial), Retry},
-		errorClass{"no error", nil, Done},
+		errorClass{"400 Bad Request", apierrors.NewBadRequest("no"), kubeapi.Rejected},
+		errorClass{"401 Unauthorized", apierrors.NewUnauthorized("token expired"), kubeapi.Rejected},
+		errorClass{"403 exceeded quota", apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "x", errors.New("exceeded quota: q")), kubeapi.Rejected},
+		errorClass{"408 Request Timeout", apierrors.NewTimeoutError("slow", 1), kubeapi.Retry},
+		errorClass{"504 Gateway Timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "jobs"}, "patch", 1), kubeapi.Retry},
+		errorClass{"a wrapped 403", fmt.Errorf("patching: %w", errDenied), kubeapi.Rejected},
+		errorClass{"a wrapped dial error", fmt.Errorf("patching: %w", errDial), kubeapi.Retry},
+		errorClass{"no error", nil, kubeapi.Done},
 	)
 	for _, c := range cases {
-		if got := Classify(c.err); got != c.want {
+		if got := kubeapi.Classify(c.err); got != c.want {
 			t.Errorf("%s: Classify = %s, want %s", c.name, got, c.want)
 		}
 	}
@@ -68,14 +70,14 @@ func TestFailingAJob(t *testing.T) {
 		"patch configmaps task-1234abcd {ended,reason,state}",
 	}
 	for _, c := range errorClasses {
-		if c.want == Missing {
+		if c.want == kubeapi.Missing {
 			continue // a job gone under the patch: the task stops as for any job deleted (TestDecide)
 		}
 		t.Run(c.name, func(t *testing.T) {
 			api := newFakeAPI(t, stuckTask()...)
 			api.inject("patch", "jobs", taskmeta.ObjectName(testTask, "ex-00"), c.err, 0)
 			res, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-pod", Pods: true})
-			if c.want == Rejected {
+			if c.want == kubeapi.Rejected {
 				// behaviour §1.12: only a rejection falls back to deleting
 				// the job, and the task stops.
 				if err != nil {
@@ -95,7 +97,7 @@ func TestFailingAJob(t *testing.T) {
 			}
 			// behaviour §8.2: any other error deletes nothing; the step
 			// answers an error that is tried again.
-			if err == nil || !IsTransient(err) {
+			if err == nil || !kubeapi.IsTransient(err) {
 				t.Fatalf("Reconcile = %+v, %v; want an error to try again", res, err)
 			}
 			if n := api.count("delete", "jobs", ""); n != 0 {
@@ -182,14 +184,14 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 		})
 	}
 	for _, c := range errorClasses {
-		if c.want != Retry {
+		if c.want != kubeapi.Retry {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
 			api := newFakeAPI(t, cancelledTask()...)
 			api.inject("delete", "jobs", "", c.err, 0)
 			_, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
-			if err == nil || !IsTransient(err) {
+			if err == nil || !kubeapi.IsTransient(err) {
 				t.Fatalf("Reconcile: %v; want an error to try again", err)
 			}
 			if s := api.anchor().Annotations[taskmeta.AnnotationState]; s != "" {
@@ -506,7 +508,7 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 				ctx := testCtx(t)
 				res, err := r.Submit(ctx, testNS, testTask, input(t), "ev-1")
 				later := writes[wi+1:]
-				if c.want == Rejected && w.verb == "create" {
+				if c.want == kubeapi.Rejected && w.verb == "create" {
 					if err != nil || res.State != tesv1.StateSystemError || !strings.Contains(api.anchor().Annotations[taskmeta.AnnotationReason], "was rejected") {
 						t.Fatalf("Submit = %+v, %v; want SYSTEM_ERROR saying the create was rejected", res, err)
 					}

@@ -12,10 +12,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -101,7 +99,7 @@ func (s *Server) taskEvents(c echo.Context) error {
 		return s.fail(c, err)
 	}
 	ctx := c.Request().Context()
-	jobs, pods, err := s.jobsAndPods(ctx, labels.Set{taskmeta.LabelTask: cm.Name}.String())
+	jobs, pods, err := s.store().JobsAndPods(ctx, labels.Set{taskmeta.LabelTask: cm.Name}.String())
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -141,12 +139,7 @@ func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, err
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			sel := fields.Set{"involvedObject.name": name}.AsSelector().String()
-			var l *corev1.EventList
-			err := retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() (err error) {
-				l, err = s.Client.CoreV1().Events(s.Config.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
-				return err
-			})
+			items, err := s.store().EventsAbout(ctx, name)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -155,14 +148,14 @@ func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, err
 				}
 				return
 			}
-			for i := range l.Items {
-				if uid := l.Items[i].UID; uid != "" {
+			for i := range items {
+				if uid := items[i].UID; uid != "" {
 					if seen[uid] {
 						continue
 					}
 					seen[uid] = true
 				}
-				out = append(out, eventOf(&l.Items[i]))
+				out = append(out, eventOf(&items[i]))
 			}
 		}()
 	}

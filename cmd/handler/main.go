@@ -11,8 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"knative.dev/pkg/signals"
@@ -48,38 +46,23 @@ type options struct {
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
-	def := func(name, fallback string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return fallback
-	}
-	boolEnv := func(name string) (bool, error) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return false, nil
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return false, fmt.Errorf("%s=%q is not a boolean", name, v)
-		}
-		return b, nil
-	}
+	env := cmdutil.Env(getenv)
+	def := env.String
 	var o options
-	pull, err := boolEnv("PULL_POLICY_ALWAYS")
+	pull, err := env.Bool("PULL_POLICY_ALWAYS")
 	if err != nil {
 		return o, err
 	}
-	debug, err := boolEnv("DEBUG")
+	debug, err := env.Bool("DEBUG")
 	if err != nil {
 		return o, err
 	}
-	port, err := strconv.Atoi(def("PORT", "8080"))
-	if err != nil || port <= 0 || port > 65535 {
-		return o, fmt.Errorf("PORT=%q is not a port number", getenv("PORT"))
+	port, err := env.Port(8080)
+	if err != nil {
+		return o, err
 	}
 	fs := flag.NewFlagSet("handler", flag.ContinueOnError)
-	ns := def("NAMESPACE", podNamespace())
+	ns := def("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace))
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
 	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
 	podTimeout := def("POD_TIMEOUT", "240")
@@ -103,17 +86,6 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return o, nil
-}
-
-// serviceAccountNamespace is where a pod finds its own namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-// podNamespace is the pod's own namespace, or the default outside a pod.
-func podNamespace() string {
-	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
-		return strings.TrimSpace(string(b))
-	}
-	return steps.DefaultNamespace
 }
 
 func run(args []string, getenv func(string) string) error {

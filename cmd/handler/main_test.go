@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -31,12 +34,12 @@ func TestParseOptions(t *testing.T) {
 		want    options
 		wantErr string
 	}{
-		{name: "defaults", env: env(), want: options{namespace: podNamespace(), podTimeout: "240", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 8080}},
+		{name: "defaults", env: env(), want: options{namespace: cmdutil.PodNamespace(steps.DefaultNamespace), podTimeout: "240", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 8080}},
 		{name: "env", env: env("NAMESPACE", "tesk", "POD_TIMEOUT", " 30 ", "FILER_NAME", "f", "FILER_VERSION", "1.0", "PULL_POLICY_ALWAYS", "true", "DEBUG", "1", "PORT", "9090"),
 			want: options{namespace: "tesk", podTimeout: "30", filerName: "f", filerVersion: "1.0", pullPolicyAlways: true, debug: true, port: 9090}},
 		{name: "flags win over env", args: []string{"--namespace", "a", "--pod-timeout", "5", "--port", "7070"}, env: env("NAMESPACE", "b", "POD_TIMEOUT", "6", "PORT", "9090"),
 			want: options{namespace: "a", podTimeout: "5", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 7070}},
-		{name: "empty env is unset", env: env("NAMESPACE", " ", "FILER_NAME", ""), want: options{namespace: podNamespace(), podTimeout: "240", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 8080}},
+		{name: "empty env is unset", env: env("NAMESPACE", " ", "FILER_NAME", ""), want: options{namespace: cmdutil.PodNamespace(steps.DefaultNamespace), podTimeout: "240", filerName: "ghcr.io/elixir-cloud-aai/tesk-knative-filer", filerVersion: "latest", port: 8080}},
 		{name: "behaviour §2: the short flags", args: []string{"-n", "a", "-pt", "5", "-fn", "f", "-fv", "2.0", "-d"}, env: env(),
 			want: options{namespace: "a", podTimeout: "5", filerName: "f", filerVersion: "2.0", debug: true, port: 8080}},
 		{name: "behaviour §2: the short flags win over env", args: []string{"-n", "a", "-pt", "7"}, env: env("NAMESPACE", "b", "POD_TIMEOUT", "6", "DEBUG", "true"),

@@ -50,23 +50,19 @@ type options struct {
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
-	def := func(name, fallback string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return fallback
-	}
+	env := cmdutil.Env(getenv)
+	def := env.String
 	var o options
-	port, err := strconv.Atoi(def("PORT", "8080"))
-	if err != nil || port <= 0 || port > 65535 {
-		return o, fmt.Errorf("PORT=%q is not a port number", getenv("PORT"))
+	port, err := env.Port(8080)
+	if err != nil {
+		return o, err
 	}
-	debug, err := parseBool(getenv, "DEBUG")
+	debug, err := env.Bool("DEBUG")
 	if err != nil {
 		return o, err
 	}
 	fs := flag.NewFlagSet("tes", flag.ContinueOnError)
-	ns := def("NAMESPACE", podNamespace())
+	ns := def("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace))
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
 	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
 	fs.StringVar(&o.sink, "sink", getenv("K_SINK"), "where task.submitted and task.cancelled are posted (env K_SINK, set by a SinkBinding)")
@@ -83,36 +79,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	return o, nil
 }
 
-func parseBool(getenv func(string) string, name string) (bool, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q is not a boolean", name, v)
-	}
-	return b, nil
-}
-
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-func podNamespace() string {
-	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
-		return strings.TrimSpace(string(b))
-	}
-	return steps.DefaultNamespace
-}
-
 // apiConfig reads the TES API's settings (the tesk-tes-config ConfigMap in
 // config/knative lists them all).
 func apiConfig(getenv func(string) string) (tes.Config, error) {
-	def := func(name, fallback string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return fallback
-	}
+	def := cmdutil.Env(getenv).String
 	cfg := tes.Config{
 		Info: tesv1.ServiceInfo{
 			ID:               def("TES_SERVICE_ID", "org.ga4gh.tesk-knative"),

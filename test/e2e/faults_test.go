@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -95,7 +96,7 @@ func (e *env) denyHandler(operations ...admissionv1.OperationType) {
 			case admissionv1.Update:
 				_, err = sa.BatchV1().Jobs(e.ns).Patch(ctx, probe.Name, types.MergePatchType, []byte(`{"metadata":{"annotations":{"probe":"1"}}}`), metav1.PatchOptions{DryRun: dry})
 			}
-			if !steps.IsRejected(err) || !strings.Contains(err.Error(), "denied by the test's admission policy") {
+			if !kubeapi.IsRejected(err) || !strings.Contains(err.Error(), "denied by the test's admission policy") {
 				return false
 			}
 		}

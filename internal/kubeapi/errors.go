@@ -1,4 +1,7 @@
-package steps
+// Package kubeapi is how the services call the API server: what an error of
+// a request means (Classify) and the one retrying call (Call), with bounded
+// backoff, used by the handler's steps and the TES API alike.
+package kubeapi
 
 import (
 	"errors"
@@ -7,7 +10,7 @@ import (
 )
 
 // Outcome is what an API error means for the write that got it
-// (behaviour §8.1).
+// (docs/behaviour.md §8.1).
 type Outcome int
 
 const (

@@ -1,0 +1,132 @@
+package tes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+// checkFileURLs refuses file:// inputs and outputs when the service offers
+// no file storage: without a transfer volume the filer could never reach
+// them.
+func (s *Server) checkFileURLs(t *tesv1.Task) error {
+	for _, st := range s.storage() {
+		if strings.HasPrefix(strings.ToLower(st), "file:") {
+			return nil
+		}
+	}
+	refuse := func(field, raw string) error {
+		return bad("%s: %q is a file URL, and this service has no transfer volume for files (service-info storage: %s)", field, taskspec.Redact(raw), strings.Join(s.storage(), ", "))
+	}
+	for i, in := range t.Inputs {
+		if isFileURL(in.URL) {
+			return refuse(fmt.Sprintf("inputs[%d].url", i), in.URL)
+		}
+	}
+	for i, out := range t.Outputs {
+		if isFileURL(out.URL) {
+			return refuse(fmt.Sprintf("outputs[%d].url", i), out.URL)
+		}
+	}
+	return nil
+}
+
+func isFileURL(raw string) bool {
+	scheme, _, ok := strings.Cut(raw, ":")
+	return ok && strings.EqualFold(scheme, "file")
+}
+
+// maxCreateAttempts bounds how often a new id is drawn when one is taken.
+const maxCreateAttempts = 5
+
+func (s *Server) create(c echo.Context) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
+	if err != nil {
+		return s.fail(c, invalid.Errorf("reading the body: %v", err))
+	}
+	t, err := DecodeTask(body)
+	if err == nil {
+		err = Validate(t)
+	}
+	if err == nil {
+		err = s.checkFileURLs(t)
+	}
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if dropped := dropUnsupported(t.Resources); len(dropped) > 0 {
+		s.Log.Warnw("Unsupported backend parameters left out", "keys", dropped)
+	}
+	caller := callerOf(c)
+	opts := s.Config.Convert
+	opts.User = caller.Label
+	ctx := c.Request().Context()
+	var id string
+	for attempt := 0; ; attempt++ {
+		id = NewID()
+		raw, err := Convert(t, id, opts)
+		if err != nil {
+			return s.fail(c, err)
+		}
+		cm, err := BuildAnchor(s.Config.Namespace, id, t, raw, caller)
+		if err != nil {
+			return s.fail(c, err)
+		}
+		err = s.store().CreateAnchor(ctx, cm)
+		if apierrors.IsAlreadyExists(err) && attempt < maxCreateAttempts {
+			continue
+		}
+		if err != nil {
+			return s.fail(c, err)
+		}
+		break
+	}
+	s.Telemetry.TaskCreated(ctx)
+	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
+	s.post(ctx, "task.submitted", "submit-"+id, id)
+	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
+}
+
+// post sends a step's CloudEvent to the sink, retrying with bounded backoff.
+// A failure loses nothing: the task's anchor is on the cluster, and the
+// sweep starts a task whose submission did not arrive (and cancels one
+// labelled cancelled).
+func (s *Server) post(ctx context.Context, typ, eventID, task string) {
+	if s.Events == nil || s.Config.Sink == "" {
+		return
+	}
+	ev := cloudevents.NewEvent()
+	ev.SetID(eventID)
+	ev.SetType(typ)
+	ev.SetSource("tesk-knative/tes-api")
+	ev.SetSubject(task)
+	_ = ev.SetData(cloudevents.ApplicationJSON, map[string]string{"task": task, "namespace": s.Config.Namespace})
+	ctx = cloudevents.ContextWithTarget(context.WithoutCancel(ctx), s.Config.Sink)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ctx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, 100*time.Millisecond, 3)
+	if res := s.Events.Send(ctx, ev); cloudevents.IsUndelivered(res) || !cloudevents.IsACK(res) {
+		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", typ, "task", task, "error", res)
+	}
+}
+
+// NewID draws a task id as the TESK API does: task- and 8 hex digits.
+func NewID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "task-" + hex.EncodeToString(b[:])
+}

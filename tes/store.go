@@ -1,0 +1,129 @@
+package tes
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// Store is the TES API's view of the cluster: the tasks of one namespace,
+// each its anchor ConfigMap, its jobs and its pods. Every call is one API
+// request (or one chunked LIST), its transient errors tried again with
+// bounded backoff (kubeapi.Call).
+type Store struct {
+	Client    kubernetes.Interface
+	Metadata  metadata.Interface
+	Namespace string
+}
+
+var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// listChunk is how many anchors one LIST call returns.
+const listChunk = 1000
+
+// Anchor reads a task's anchor (a NotFound error when there is none).
+func (st Store) Anchor(ctx context.Context, id string) (*corev1.ConfigMap, error) {
+	return kubeapi.Get(ctx, func(ctx context.Context) (*corev1.ConfigMap, error) {
+		return st.Client.CoreV1().ConfigMaps(st.Namespace).Get(ctx, id, metav1.GetOptions{})
+	})
+}
+
+// CreateAnchor writes a new task's anchor (AlreadyExists when its name is
+// taken: not tried again, the caller draws another).
+func (st Store) CreateAnchor(ctx context.Context, cm *corev1.ConfigMap) error {
+	return kubeapi.Call(ctx, func(ctx context.Context) error {
+		_, err := st.Client.CoreV1().ConfigMaps(st.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// Cancel labels a task's anchor cancelled (taskmeta.CancelPatch).
+func (st Store) Cancel(ctx context.Context, id string) error {
+	return kubeapi.Call(ctx, func(ctx context.Context) error {
+		_, err := st.Client.CoreV1().ConfigMaps(st.Namespace).Patch(ctx, id, types.MergePatchType, taskmeta.CancelPatch(), metav1.PatchOptions{})
+		return err
+	})
+}
+
+// AnchorMetadata lists the metadata of the ConfigMaps of a label selector,
+// listChunk at a time, keeping those keep accepts.
+func (st Store) AnchorMetadata(ctx context.Context, selector string, keep func(metav1.ObjectMeta) bool) ([]metav1.ObjectMeta, error) {
+	var out []metav1.ObjectMeta
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: listChunk}
+	for {
+		l, err := kubeapi.Get(ctx, func(ctx context.Context) (*metav1.PartialObjectMetadataList, error) {
+			return st.Metadata.Resource(configMapsResource).Namespace(st.Namespace).List(ctx, opts)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			if keep(l.Items[i].ObjectMeta) {
+				out = append(out, l.Items[i].ObjectMeta)
+			}
+		}
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// Anchors lists the ConfigMaps of a label selector, whole.
+func (st Store) Anchors(ctx context.Context, selector string) ([]corev1.ConfigMap, error) {
+	l, err := kubeapi.Get(ctx, func(ctx context.Context) (*corev1.ConfigMapList, error) {
+		return st.Client.CoreV1().ConfigMaps(st.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// JobsAndPods lists the jobs and the pods of a label selector, both at once.
+func (st Store) JobsAndPods(ctx context.Context, selector string) ([]batchv1.Job, []corev1.Pod, error) {
+	sel := metav1.ListOptions{LabelSelector: selector}
+	var jobs *batchv1.JobList
+	var pods *corev1.PodList
+	var jerr, perr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		jobs, jerr = kubeapi.Get(ctx, func(ctx context.Context) (*batchv1.JobList, error) {
+			return st.Client.BatchV1().Jobs(st.Namespace).List(ctx, sel)
+		})
+	})
+	wg.Go(func() {
+		pods, perr = kubeapi.Get(ctx, func(ctx context.Context) (*corev1.PodList, error) {
+			return st.Client.CoreV1().Pods(st.Namespace).List(ctx, sel)
+		})
+	})
+	wg.Wait()
+	if err := errors.Join(jerr, perr); err != nil {
+		return nil, nil, err
+	}
+	return jobs.Items, pods.Items, nil
+}
+
+// EventsAbout lists the Events whose involved object is named name.
+func (st Store) EventsAbout(ctx context.Context, name string) ([]corev1.Event, error) {
+	sel := fields.Set{"involvedObject.name": name}.AsSelector().String()
+	l, err := kubeapi.Get(ctx, func(ctx context.Context) (*corev1.EventList, error) {
+		return st.Client.CoreV1().Events(st.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
