@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -42,7 +44,7 @@ func main() {
 // variable (a Knative Service sets env), the flag winning.
 type options struct {
 	namespace, podTimeout, filerName, filerVersion string
-	pullPolicyAlways, debug                        bool
+	pullPolicyAlways, debug, version               bool
 	port                                           int
 	kubeconfig                                     string
 }
@@ -96,6 +98,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.debug, "d", debug, "shorthand for --debug")
 	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig to use outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -107,6 +110,9 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 
 // serviceAccountNamespace is where a pod finds its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// stdout receives --version's answer.
+var stdout io.Writer = os.Stdout
 
 // podNamespace is the pod's own namespace, or the default outside a pod.
 func podNamespace() string {
@@ -120,6 +126,10 @@ func run(args []string, getenv func(string) string) error {
 	start := time.Now()
 	o, err := parseOptions(args, getenv)
 	if err != nil {
+		return err
+	}
+	if o.version {
+		_, err := fmt.Fprintln(stdout, version.Get())
 		return err
 	}
 	log := cmdutil.NewLogger("handler", o.debug)
@@ -168,7 +178,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Ready", "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
+	log.Infow("Ready", "version", version.Get(), "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
 		"filerImage", cfg.FilerImage(), "startup", time.Since(start).String())
 
 	select {
