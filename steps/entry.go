@@ -82,6 +82,12 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 	if err != nil {
 		return res, err
 	}
+	if err := r.checkAnchor(ctx, anchor, false); err != nil {
+		if errors.Is(err, ErrUnknownTask) {
+			return res, invalid.Wrap(err)
+		}
+		return res, err
+	}
 	if state := anchor.Annotations[taskmeta.AnnotationState]; state != "" {
 		res.State = state
 		res.Message = fmt.Sprintf("the task already ended (%s); nothing to cancel", state)

@@ -337,7 +337,8 @@ func NewID() string {
 var taskNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // anchor reads a task's anchor for the caller: 404 for an unknown one, 403
-// for one the caller may not see.
+// for one the caller may not see, 501 for one of a record format this
+// version cannot read (taskmeta.CheckFormat).
 func (s *Server) anchor(c echo.Context, id string) (*corev1.ConfigMap, error) {
 	if !taskNameRE.MatchString(id) {
 		return nil, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("no task %q", id))
@@ -355,6 +356,9 @@ func (s *Server) anchor(c echo.Context, id string) (*corev1.ConfigMap, error) {
 	}
 	if !callerOf(c).mayAccess(cm.ObjectMeta) {
 		return nil, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("task %q belongs to another user", id))
+	}
+	if err := taskmeta.CheckFormat(cm.ObjectMeta); err != nil {
+		return nil, echo.NewHTTPError(http.StatusNotImplemented, err.Error())
 	}
 	return cm, nil
 }
@@ -614,14 +618,14 @@ func MatchTags(filter, tags map[string]string) bool {
 	return true
 }
 
-// Page selects a page of anchors: those the query's filters keep, newest
-// first, after its token. It returns the page and whether more follow. A
+// Page selects a page of anchors: those the query's filters keep (of a
+// record format this version reads), newest first, after its token. It returns the page and whether more follow. A
 // final state filters on the anchor's record; a state a task passes through
 // is left to the caller, who derives it from the jobs and pods.
 func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) {
 	var kept []metav1.ObjectMeta
 	for _, m := range anchors {
-		if !taskmeta.IsAnchor(m) {
+		if !taskmeta.IsAnchor(m) || taskmeta.CheckFormat(m) != nil {
 			continue
 		}
 		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[taskmeta.AnnotationTaskName], q.NamePrefix) {
