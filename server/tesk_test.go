@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -116,7 +118,7 @@ func TestTESKTaskmasterTaskIsLeftToTESK(t *testing.T) {
 		{"job.finished", `{"task":"` + teskTask + `","job":"` + teskTask + `-ex-00"}`, http.StatusOK, `"ignored":"unknown task ` + teskTask + `"`},
 		{"job.finished", `{"task":"` + teskTask + `","job":"` + teskTask + `-inputs-filer"}`, http.StatusOK, `"ignored"`},
 		{"pod.stuck", `{"task":"` + teskTask + `","job":"` + teskTask + `-ex-01","pod":"` + teskTask + `-ex-01-q8w2n","reason":"ImagePullBackOff","message":"x"}`, http.StatusOK, `"ignored"`},
-		{"task.cancelled", `{"task":"` + teskTask + `"}`, http.StatusBadRequest, "not a task of this service"},
+		{"task.cancelled", `{"task":"` + teskTask + `"}`, http.StatusBadRequest, "is run by TESK's taskmaster"},
 		{"task.submitted", `{"task":"` + teskTask + `"}`, http.StatusBadRequest, "is run by TESK's taskmaster (Job " + teskTask + ", job-type: taskmaster)"},
 	} {
 		rec := post(t, s, c.typ, c.data, nil)
@@ -207,4 +209,41 @@ func equalJSON(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return string(x) == string(y)
+}
+
+// The ConfigMap the TESK API writes for this service (no taskmaster Job) is
+// still taken by a cancellation before its submission, as by a
+// submission: the task ends CANCELED and nothing is created.
+func TestTESKAPIConfigMapCancelledBeforeSubmission(t *testing.T) {
+	s := newTestServer()
+	client := s.Runner.Client
+	raw := `{"executors":[{"metadata":{"name":"task-3-ex-00"},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"ubuntu"}]}}}}]}`
+	if _, err := client.CoreV1().ConfigMaps("tesk").Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "task-3", Namespace: "tesk"},
+		BinaryData: map[string][]byte{"JSON_INPUT.gz": gzipped(t, raw)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := post(t, s, "task.cancelled", `{"task":"task-3"}`, nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ended":"CANCELED"`) {
+		t.Errorf("task.cancelled: %d %s, want 200 and the task CANCELED", rec.Code, rec.Body)
+	}
+	if rec := post(t, s, "task.submitted", `{"task":"task-3"}`, nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"state":"CANCELED"`) {
+		t.Errorf("task.submitted after the cancel: %d %s, want 200 CANCELED", rec.Code, rec.Body)
+	}
+	if jobs, _ := client.BatchV1().Jobs("tesk").List(context.Background(), metav1.ListOptions{}); len(jobs.Items) != 0 {
+		t.Errorf("%d jobs created for a task cancelled before its submission", len(jobs.Items))
+	}
+}
+
+func gzipped(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -82,10 +82,7 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 	if err != nil {
 		return res, err
 	}
-	if err := r.checkAnchor(ctx, anchor, false); err != nil {
-		if errors.Is(err, ErrUnknownTask) {
-			return res, invalid.Wrap(err)
-		}
+	if err := r.checkAnchor(ctx, anchor, true); err != nil {
 		return res, err
 	}
 	if state := anchor.Annotations[taskmeta.AnnotationState]; state != "" {
@@ -108,5 +105,5 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 		r.log(ctx).Infow("Task cancelled", "task", task)
 		r.event(anchor, false, EventCancelled, "Task cancelled")
 	}
-	return r.Reconcile(ctx, ns, task, Options{Event: event})
+	return r.Reconcile(ctx, ns, task, Options{Event: event, Cancel: true})
 }

@@ -127,6 +127,9 @@ type Options struct {
 	Seen *batchv1.Job
 	// Submit: the step is the task's submission, which may start it.
 	Submit bool
+	// Cancel: the step follows the task's cancellation, which may end it
+	// before it was submitted.
+	Cancel bool
 }
 
 // Reconcile reads the task, decides its next step and applies it. When the
@@ -140,7 +143,7 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 		if err != nil {
 			return res, err
 		}
-		if err := r.checkAnchor(ctx, anchor, opts.Submit); err != nil {
+		if err := r.checkAnchor(ctx, anchor, opts.Submit || opts.Cancel); err != nil {
 			res.Message = err.Error()
 			return res, err
 		}
@@ -263,27 +266,30 @@ func (r *Runner) getAnchor(ctx context.Context, ns, task string) (*corev1.Config
 const JobTypeTaskmaster = "taskmaster"
 
 // checkAnchor refuses to act on a ConfigMap that is not a task of this
-// service, or that this version cannot read:
-//   - a step other than a submission acts only on the service's anchors:
+// service, or that this version cannot read (take: the step is a
+// submission or a cancellation, which may take a ConfigMap the TESK API
+// wrote for the service):
+//   - another step acts only on the service's anchors:
 //     labelled taskmaster-name with their own name (taskmeta.IsAnchor), or
 //     already written on by a step (progress or final state). The ConfigMap
 //     the TESK API writes for a task that TESK's taskmaster runs has
 //     neither, and that task's executor jobs, which carry taskmaster-name,
 //     make events that find it: ErrUnknownTask, nothing written;
-//   - a submission does not take a ConfigMap that is not yet the service's
-//     when TESK's taskmaster runs its task (a Job named as the task with
-//     job-type: taskmaster): the event is refused (invalid);
+//   - a submission or a cancellation does not take a ConfigMap that is not
+//     yet the service's when TESK's taskmaster runs its task (a Job named
+//     as the task with job-type: taskmaster): the event is refused
+//     (invalid);
 //   - an anchor of a record format newer than taskmeta.Format is left as
 //     it is: the event is refused (invalid), so that it is not delivered
 //     again.
-func (r *Runner) checkAnchor(ctx context.Context, anchor *corev1.ConfigMap, submit bool) error {
+func (r *Runner) checkAnchor(ctx context.Context, anchor *corev1.ConfigMap, take bool) error {
 	if err := taskmeta.CheckFormat(anchor.ObjectMeta); err != nil {
 		return invalid.Wrap(err)
 	}
 	if taskmeta.IsAnchor(anchor.ObjectMeta) || written(anchor.ObjectMeta) {
 		return nil
 	}
-	if !submit {
+	if !take {
 		return fmt.Errorf("%w: ConfigMap %s is not a task of this service (not labelled %s=%s, no step recorded on it)",
 			ErrUnknownTask, anchor.Name, taskmeta.LabelTask, anchor.Name)
 	}
