@@ -100,13 +100,13 @@ func TestServesRecordFormat1(t *testing.T) {
 }
 
 // A task of a record format newer than this version reads is not served:
-// GET and cancel answer 501 naming the format, the list leaves it out, and
+// GET, its events and cancel answer 501 naming the format, the list leaves it out, and
 // nothing is written.
 func TestNewerRecordFormatIsNotServed(t *testing.T) {
 	a := newAPITest(t)
 	a.loadFormat1(func(cm *corev1.ConfigMap) { cm.Annotations[taskmeta.AnnotationFormat] = "2" })
 	writes := len(a.client.Actions())
-	for _, req := range [][2]string{{http.MethodGet, "/tasks/" + format1Task}, {http.MethodGet, "/tasks/" + format1Task + "?view=FULL"}, {http.MethodPost, "/tasks/" + format1Task + ":cancel"}} {
+	for _, req := range [][2]string{{http.MethodGet, "/tasks/" + format1Task}, {http.MethodGet, "/tasks/" + format1Task + "?view=FULL"}, {http.MethodGet, "/tasks/" + format1Task + "/events"}, {http.MethodPost, "/tasks/" + format1Task + ":cancel"}} {
 		code, body := a.do(req[0], req[1], "")
 		if msg, _ := body["error"].(string); code != http.StatusNotImplemented || !strings.Contains(msg, "format 2") {
 			t.Errorf("%s %s: %d %v, want 501 naming format 2", req[0], req[1], code, body)
