@@ -15,6 +15,10 @@
 # and time zones, no shell, and runs as the nonroot user 65532 (the filer's
 # default runAsUser).
 #
+# VERSION (a build ARG; make image IMAGE_BUILDER=docker passes the build's
+# git describe) is the version the programs report:
+#   docker build --build-arg VERSION=v0.3.0 --target handler ...
+#
 # make image does not need this file: by default it builds the same three
 # images as OCI tarballs without Docker (hack/ociimage, into bin/images; the
 # base is made from the host's CA certificates, without time zones unless
@@ -29,9 +33,11 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS TARGETARCH
+ARG VERSION=0.0.0-dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/handler ./cmd/tes ./cmd/filer
+    go build -trimpath -ldflags="-s -w -X github.com/elixir-cloud-aai/tesk-knative/internal/version.Version=${VERSION}" \
+    -o /out/ ./cmd/handler ./cmd/tes ./cmd/filer
 
 FROM gcr.io/distroless/static:nonroot AS filer
 COPY --from=build /out/filer /filer

@@ -9,11 +9,23 @@ TEST_TIMEOUT ?= 40m
 # and HTTP servers on loopback, runc), e2e (the local cluster, a browser).
 TEST_TAGS ?= integration,e2e
 
-.PHONY: all build test test-unit e2e dev demo bench vet
+# The build's version, from git: the tag (v0.3.0), or a description of a
+# later commit (v0.3.0-4-gabc1234, -dirty with local changes); 0.0.0-dev
+# outside git. The programs report it (internal/version), the images are
+# tagged with it and make chart packages the chart as it.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+endif
+LDFLAGS := -X github.com/elixir-cloud-aai/tesk-knative/internal/version.Version=$(VERSION)
+
+.PHONY: all build test test-unit e2e dev demo bench vet version
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+
+version:
+	@echo $(VERSION)
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -183,7 +195,9 @@ test-cluster: cluster-bins
 # deployment, and a kind cluster with Knative for users who have Docker.
 .PHONY: validate-manifests image deploy kind-up kind-down kind-deploy
 IMAGE_REPO ?= $(if $(KO_DOCKER_REPO),$(KO_DOCKER_REPO),ghcr.io/elixir-cloud-aai)
-IMAGE_TAG ?= latest
+IMAGE_TAG ?= $(VERSION)
+# Tags the three images also carry (space-separated; empty: none).
+IMAGE_ALSO_TAGS ?= latest
 HANDLER_IMAGE ?= $(IMAGE_REPO)/tesk-knative-handler:$(IMAGE_TAG)
 FILER_IMAGE ?= $(IMAGE_REPO)/tesk-knative-filer:$(IMAGE_TAG)
 TES_IMAGE ?= $(IMAGE_REPO)/tesk-knative-tes:$(IMAGE_TAG)
@@ -196,8 +210,9 @@ validate-manifests: cluster-bins
 	$(GO) test -tags e2e -count=1 -timeout 10m ./test/manifests/...
 
 # The handler's, the TES API's and the filer's images, named HANDLER_IMAGE,
-# TES_IMAGE and FILER_IMAGE. By default (IMAGE_BUILDER=ociimage) as OCI image
-# tarballs in IMAGE_DIR (bin/images/handler.tar, tes.tar, filer.tar), built by
+# TES_IMAGE and FILER_IMAGE (tagged IMAGE_TAG, the build's VERSION), also
+# tagged IMAGE_ALSO_TAGS (latest), their programs built as VERSION. By
+# default (IMAGE_BUILDER=ociimage) as OCI image tarballs in IMAGE_DIR (bin/images/handler.tar, tes.tar, filer.tar), built by
 # hack/ociimage without Docker or a registry: docker load -i, ctr -n k8s.io
 # images import, kind load image-archive or crane push take them.
 # IMAGE_BUILDER=ko builds and pushes them with ko to KO_DOCKER_REPO;
@@ -206,7 +221,7 @@ validate-manifests: cluster-bins
 IMAGE_BUILDER ?= ociimage
 IMAGE_DIR ?= bin/images
 image:
-	GO=$(GO) IMAGE_BUILDER=$(IMAGE_BUILDER) IMAGE_DIR=$(IMAGE_DIR) HANDLER_IMAGE=$(HANDLER_IMAGE) TES_IMAGE=$(TES_IMAGE) FILER_IMAGE=$(FILER_IMAGE) ./hack/image.sh
+	GO=$(GO) IMAGE_BUILDER=$(IMAGE_BUILDER) IMAGE_DIR=$(IMAGE_DIR) HANDLER_IMAGE=$(HANDLER_IMAGE) TES_IMAGE=$(TES_IMAGE) FILER_IMAGE=$(FILER_IMAGE) VERSION=$(VERSION) IMAGE_ALSO_TAGS="$(IMAGE_ALSO_TAGS)" ./hack/image.sh
 
 # Every image hack/ociimage builds, as tarballs in IMAGE_DIR: the three above,
 # the pod sandbox image (registry.k8s.io/pause) and the busybox stand-ins
@@ -214,7 +229,7 @@ image:
 # distributions).
 .PHONY: images-all image-deps
 images-all:
-	$(GO) run ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
+	$(GO) run ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -version $(VERSION) -also-tags "$(IMAGE_ALSO_TAGS)" -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
 
 # What hack/ociimage and its integration test need from Debian's packages
 # (ca-certificates, busybox-static, runc): installed once, then only checked.
@@ -266,6 +281,8 @@ bench-filer: filer-deps
 test-helm:
 	cd test/helm && $(GO) test -count=1 ./...
 
-# The chart packaged into dist/.
+# The chart packaged into dist/ as the build's VERSION: the chart's version
+# is VERSION without its v (0.3.0; 0.0.0-dev+<commit> for a VERSION that is
+# not SemVer), its appVersion and its images' tags are VERSION.
 chart:
-	cd test/helm && $(GO) run ./cmd/package -out ../../dist
+	cd test/helm && $(GO) run ./cmd/package -out ../../dist -version $(VERSION)

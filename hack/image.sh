@@ -16,6 +16,9 @@
 #   HANDLER_IMAGE  name:tag of the handler (default ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest)
 #   TES_IMAGE      name:tag of the TES API (default ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest)
 #   FILER_IMAGE    name:tag of the filer (default ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest)
+#   VERSION        the programs' version (internal/version), as make sets it
+#                  from git describe (default 0.0.0-dev)
+#   IMAGE_ALSO_TAGS more tags of each image, space-separated (default none)
 #   IMAGE_BUILDER  ociimage, ko or docker (default ociimage)
 #   IMAGE_DIR      where ociimage writes the tarballs (default bin/images)
 #   GO, DOCKER, KO the commands (default go, docker, ko)
@@ -28,7 +31,10 @@ KO="${KO:-ko}"
 HANDLER_IMAGE="${HANDLER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-handler:latest}"
 TES_IMAGE="${TES_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-tes:latest}"
 FILER_IMAGE="${FILER_IMAGE:-ghcr.io/elixir-cloud-aai/tesk-knative-filer:latest}"
+VERSION="${VERSION:-0.0.0-dev}"
+IMAGE_ALSO_TAGS="${IMAGE_ALSO_TAGS:-}"
 IMAGE_BUILDER="${IMAGE_BUILDER:-ociimage}"
+ldflags="-X=github.com/elixir-cloud-aai/tesk-knative/internal/version.Version=$VERSION"
 IMAGE_DIR="${IMAGE_DIR:-bin/images}"
 
 # split name:tag (a registry port is not a tag)
@@ -44,8 +50,9 @@ split() {
 case "$IMAGE_BUILDER" in
 ociimage)
 	cd "$root"
-	echo "image: go run ./hack/ociimage -out $IMAGE_DIR -only handler,tes,filer"
+	echo "image: go run ./hack/ociimage -out $IMAGE_DIR -only handler,tes,filer -version $VERSION"
 	exec "$GO" run ./hack/ociimage -go "$GO" -out "$IMAGE_DIR" -only handler,tes,filer \
+		-version "$VERSION" -also-tags "$IMAGE_ALSO_TAGS" \
 		-handler-image "$HANDLER_IMAGE" -tes-image "$TES_IMAGE" -filer-image "$FILER_IMAGE"
 	;;
 ko)
@@ -56,16 +63,21 @@ ko)
 	for pair in "handler $HANDLER_IMAGE" "tes $TES_IMAGE" "filer $FILER_IMAGE"; do
 		read -r cmd img <<<"$pair"
 		read -r name tag < <(split "$img")
-		echo "image: ko build ./cmd/$cmd -> $name:$tag"
-		KO_DOCKER_REPO="$name" "$KO" build --bare --tags "$tag" "./cmd/$cmd"
+		tags="$tag"
+		for t in $IMAGE_ALSO_TAGS; do [[ "$t" == "$tag" ]] || tags="$tags,$t"; done
+		echo "image: ko build ./cmd/$cmd -> $name:$tags"
+		KO_DOCKER_REPO="$name" GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=$ldflags" "$KO" build --bare --tags "$tags" "./cmd/$cmd"
 	done
 	;;
 docker)
 	"$DOCKER" info >/dev/null 2>&1 || { echo "image: IMAGE_BUILDER=docker needs a running Docker daemon ('$DOCKER info' must work)" >&2; exit 1; }
 	for pair in "handler $HANDLER_IMAGE" "tes $TES_IMAGE" "filer $FILER_IMAGE"; do
 		read -r target img <<<"$pair"
-		echo "image: docker build --target $target -t $img"
-		"$DOCKER" build --target "$target" -t "$img" "$root"
+		read -r name tag < <(split "$img")
+		tagargs=(-t "$img")
+		for t in $IMAGE_ALSO_TAGS; do [[ "$t" == "$tag" ]] || tagargs+=(-t "$name:$t"); done
+		echo "image: docker build --target $target ${tagargs[*]} (VERSION $VERSION)"
+		"$DOCKER" build --target "$target" --build-arg "VERSION=$VERSION" "${tagargs[@]}" "$root"
 	done
 	;;
 *)

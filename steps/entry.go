@@ -82,6 +82,9 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 	if err != nil {
 		return res, err
 	}
+	if err := r.checkAnchor(ctx, anchor, true); err != nil {
+		return res, err
+	}
 	if state := anchor.Annotations[taskmeta.AnnotationState]; state != "" {
 		res.State = state
 		res.Message = fmt.Sprintf("the task already ended (%s); nothing to cancel", state)
@@ -102,5 +105,5 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 		r.log(ctx).Infow("Task cancelled", "task", task)
 		r.event(anchor, false, EventCancelled, "Task cancelled")
 	}
-	return r.Reconcile(ctx, ns, task, Options{Event: event})
+	return r.Reconcile(ctx, ns, task, Options{Event: event, Cancel: true})
 }

@@ -119,6 +119,9 @@ type Options struct {
 	Seen *batchv1.Job
 	// Submit: the step is the task's submission, which may start it.
 	Submit bool
+	// Cancel: the step follows the task's cancellation, which may end it
+	// before it was submitted.
+	Cancel bool
 }
 
 // Reconcile reads the task, decides its next step and applies it. When the
@@ -130,6 +133,10 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts)
 		if err != nil {
+			return res, err
+		}
+		if err := r.checkAnchor(ctx, anchor, opts.Submit || opts.Cancel); err != nil {
+			res.Message = err.Error()
 			return res, err
 		}
 		if part, ok := stale(anchor, opts); ok {
@@ -244,6 +251,56 @@ func (r *Runner) getAnchor(ctx context.Context, ns, task string) (*corev1.Config
 		return nil, ErrUnknownTask
 	}
 	return cm, err
+}
+
+// JobTypeTaskmaster is the job-type of the Job that runs TESK's taskmaster
+// for a task, named as the task (the TESK API creates it).
+const JobTypeTaskmaster = "taskmaster"
+
+// checkAnchor refuses to act on a ConfigMap that is not a task of this
+// service, or that this version cannot read (take: the step is a
+// submission or a cancellation, which may take a ConfigMap the TESK API
+// wrote for the service):
+//   - another step acts only on the service's anchors:
+//     labelled taskmaster-name with their own name (taskmeta.IsAnchor), or
+//     already written on by a step (progress or final state). The ConfigMap
+//     the TESK API writes for a task that TESK's taskmaster runs has
+//     neither, and that task's executor jobs, which carry taskmaster-name,
+//     make events that find it: ErrUnknownTask, nothing written;
+//   - a submission or a cancellation does not take a ConfigMap that is not
+//     yet the service's when TESK's taskmaster runs its task (a Job named
+//     as the task with job-type: taskmaster): the event is refused
+//     (invalid);
+//   - an anchor of a record format newer than taskmeta.Format is left as
+//     it is: the event is refused (invalid), so that it is not delivered
+//     again.
+func (r *Runner) checkAnchor(ctx context.Context, anchor *corev1.ConfigMap, take bool) error {
+	if err := taskmeta.CheckFormat(anchor.ObjectMeta); err != nil {
+		return invalid.Wrap(err)
+	}
+	if taskmeta.IsAnchor(anchor.ObjectMeta) || written(anchor.ObjectMeta) {
+		return nil
+	}
+	if !take {
+		return fmt.Errorf("%w: ConfigMap %s is not a task of this service (not labelled %s=%s, no step recorded on it)",
+			ErrUnknownTask, anchor.Name, taskmeta.LabelTask, anchor.Name)
+	}
+	tm, err := r.getJob(ctx, anchor.Namespace, anchor.Name)
+	if err != nil {
+		return err
+	}
+	if tm != nil && tm.Labels[taskmeta.LabelJobType] == JobTypeTaskmaster {
+		return invalid.Errorf("task %s/%s is run by TESK's taskmaster (Job %s, %s: %s): this service does not take it over",
+			anchor.Namespace, anchor.Name, tm.Name, taskmeta.LabelJobType, JobTypeTaskmaster)
+	}
+	return nil
+}
+
+// written reports whether a step of the service wrote on the ConfigMap.
+func written(meta metav1.ObjectMeta) bool {
+	_, progress := meta.Annotations[taskmeta.AnnotationProgress]
+	_, state := meta.Annotations[taskmeta.AnnotationState]
+	return progress || state
 }
 
 // getJob reads a job; nil if there is none.

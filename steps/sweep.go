@@ -168,8 +168,11 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		for i := range list.Items {
 			anchors[i] = list.Items[i].ObjectMeta
 		}
-		u, d := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
+		u, d, skipped := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
 		unstarted, due = append(unstarted, u...), append(due, d...)
+		for _, err := range skipped {
+			r.log(ctx).Warnw("Sweep skips a task it cannot read", "error", err)
+		}
 		return list.Continue, nil
 	})
 	if err != nil {
@@ -208,11 +211,17 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 // sweepPage decides on a page of anchors from the jobs and the pending pods
 // of the namespace's tasks, and counts the anchors' tasks by state. It
 // returns the tasks to submit (the TES API wrote them and their
-// task.submitted event was lost) and those with a step due.
-func sweepPage(anchors []metav1.ObjectMeta, jobsOf map[string][]sweptJob, podsOf map[string][]*corev1.Pod, cfg Config, now time.Time, event string, counts *TaskCounts) (unstarted, due []string) {
+// task.submitted event was lost) and those with a step due; and why it
+// left out the anchors of a record format it cannot read (neither counted
+// nor stepped).
+func sweepPage(anchors []metav1.ObjectMeta, jobsOf map[string][]sweptJob, podsOf map[string][]*corev1.Pod, cfg Config, now time.Time, event string, counts *TaskCounts) (unstarted, due []string, skipped []error) {
 	for _, meta := range anchors {
 		if !taskmeta.IsAnchor(meta) {
 			continue // a ConfigMap that is not a task's anchor
+		}
+		if err := taskmeta.CheckFormat(meta); err != nil {
+			skipped = append(skipped, err)
+			continue
 		}
 		t := sweepTask(meta, jobsOf[meta.Name], podsOf[meta.Name], cfg, now, event)
 		counts.add(t.state, t.step)
@@ -223,7 +232,7 @@ func sweepPage(anchors []metav1.ObjectMeta, jobsOf map[string][]sweptJob, podsOf
 			due = append(due, meta.Name)
 		}
 	}
-	return unstarted, due
+	return unstarted, due, skipped
 }
 
 // sweptTask is what a sweep makes of a task: its state, when it took its

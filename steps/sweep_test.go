@@ -143,7 +143,7 @@ func TestSweepPageCounts(t *testing.T) {
 				}
 			}
 			counts := NewTaskCounts()
-			unstarted, due := sweepPage(anchors, jobsOf, podsOf, DefaultConfig(), t0, "sweep-1", counts)
+			unstarted, due, _ := sweepPage(anchors, jobsOf, podsOf, DefaultConfig(), t0, "sweep-1", counts)
 			want := map[string]int{}
 			total, active := 0, 0
 			for _, s := range ServiceStates {

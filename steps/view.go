@@ -168,6 +168,9 @@ func (r *Runner) View(ctx context.Context, ns, task string) (tesv1.Task, error) 
 	if err != nil {
 		return tesv1.Task{}, err
 	}
+	if err := r.checkAnchor(ctx, anchor, false); err != nil {
+		return tesv1.Task{}, err
+	}
 	sel := metav1.ListOptions{LabelSelector: taskSelector(task)}
 	var jobs *batchv1.JobList
 	if err := r.call(ctx, func(ctx context.Context) (err error) {

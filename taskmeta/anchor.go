@@ -1,23 +1,34 @@
 package taskmeta
 
 import (
+	"fmt"
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
+// Format is the version of the record format this code writes on a task's
+// anchor and jobs (the labels, annotations and keys that hold the task and
+// its progress) and the newest it reads. A change that an older version
+// would misread raises it; an older version leaves an anchor of a newer
+// format alone (CheckFormat).
+const Format = 1
+
 // NewAnchor is a task's anchor ConfigMap: named for the task, labelled with
-// it (how the steps, the sweep, the TES API and TESK's tooling find it), and
-// holding its task JSON, gzipped (taskspec.ConfigMapKey). Whoever creates a task adds what they know
-// besides (the creator, the name, the submitted TES task).
+// it (how the steps, the sweep, the TES API and TESK's tooling find it),
+// marked with the record format (AnnotationFormat), and holding its task
+// JSON, gzipped (taskspec.ConfigMapKey). Whoever creates a task adds what
+// they know besides (the creator, the name, the submitted TES task).
 func NewAnchor(ns, task string, taskJSONGzipped []byte) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        task,
 			Namespace:   ns,
 			Labels:      map[string]string{LabelTask: task},
-			Annotations: map[string]string{},
+			Annotations: map[string]string{AnnotationFormat: strconv.Itoa(Format)},
 		},
 		BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskJSONGzipped},
 	}
@@ -33,4 +44,34 @@ func IsAnchor(meta metav1.ObjectMeta) bool {
 // task-status: Cancelled, as the TES API and the TESK API label it.
 func CancelPatch() []byte {
 	return []byte(`{"metadata":{"labels":{"` + LabelStatus + `":"` + StatusCancelled + `"}}}`)
+}
+
+// FormatOf returns the record format of an anchor: its AnnotationFormat, 1
+// when it has none (the anchors written before the annotation, and the
+// ConfigMaps the TESK API writes).
+func FormatOf(meta metav1.ObjectMeta) (int, error) {
+	v, ok := meta.Annotations[AnnotationFormat]
+	if !ok {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("task %s: annotation %s is %q, not a record format (a whole number from 1)", meta.Name, AnnotationFormat, v)
+	}
+	return n, nil
+}
+
+// CheckFormat returns an error for an anchor this code cannot read: one
+// written in a format newer than Format (by a newer version of the
+// service), or whose format annotation does not parse. Such a task is not
+// acted on: no step, no sweep, no view.
+func CheckFormat(meta metav1.ObjectMeta) error {
+	n, err := FormatOf(meta)
+	if err != nil {
+		return err
+	}
+	if n > Format {
+		return fmt.Errorf("task %s is recorded in format %d (annotation %s); this version of the service reads formats up to %d: run the version that wrote it, or a newer one", meta.Name, n, AnnotationFormat, Format)
+	}
+	return nil
 }

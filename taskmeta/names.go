@@ -34,6 +34,9 @@ const (
 // marks it leaves on jobs it ended itself.
 const (
 	AnnotationPrefix = "tesk.ga4gh.org/"
+	// AnnotationFormat (anchor) is the record format the task is written
+	// in (Format); none means 1.
+	AnnotationFormat = AnnotationPrefix + "format"
 	// AnnotationProgress (anchor) records what was started, before it is
 	// started, and what the service deleted, before it deletes it.
 	AnnotationProgress = AnnotationPrefix + "progress"

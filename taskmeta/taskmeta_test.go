@@ -2,6 +2,7 @@ package taskmeta
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +149,43 @@ func TestAnchor(t *testing.T) {
 	}
 	if err := json.Unmarshal(CancelPatch(), &patch); err != nil || len(patch.Metadata.Labels) != 1 || patch.Metadata.Labels[LabelStatus] != StatusCancelled {
 		t.Errorf("cancel patch %s: %v", CancelPatch(), err)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	if f, err := FormatOf(NewAnchor("ns", "task-1234abcd", nil).ObjectMeta); err != nil || f != Format || Format != 1 {
+		t.Errorf("a new anchor's format: %d %v, want %d", f, err, Format)
+	}
+	ann := func(v string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "task-1234abcd", Annotations: map[string]string{AnnotationFormat: v}}
+	}
+	cases := []struct {
+		name   string
+		meta   metav1.ObjectMeta
+		format int    // 0: FormatOf fails
+		check  string // part of CheckFormat's error; "" accepts
+	}{
+		{"no annotation", metav1.ObjectMeta{Name: "task-1234abcd"}, 1, ""},
+		{"no annotations at all", metav1.ObjectMeta{Name: "task-1234abcd", Annotations: map[string]string{"other": "x"}}, 1, ""},
+		{"1", ann("1"), 1, ""},
+		{"newer", ann("2"), 2, "is recorded in format 2"},
+		{"not a number", ann("v2"), 0, `is "v2", not a record format`},
+		{"zero", ann("0"), 0, "not a record format"},
+		{"empty", ann(""), 0, "not a record format"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := FormatOf(c.meta)
+			if (err != nil) != (c.format == 0) || f != c.format {
+				t.Errorf("FormatOf = %d, %v; want %d", f, err, c.format)
+			}
+			err = CheckFormat(c.meta)
+			switch {
+			case c.check == "" && err != nil:
+				t.Errorf("CheckFormat refused: %v", err)
+			case c.check != "" && (err == nil || !strings.Contains(err.Error(), c.check) || !strings.Contains(err.Error(), "task-1234abcd")):
+				t.Errorf("CheckFormat = %v, want an error naming the task and %q", err, c.check)
+			}
+		})
 	}
 }

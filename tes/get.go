@@ -16,7 +16,8 @@ import (
 var taskNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // anchor reads a task's anchor for the caller: 404 for an unknown one, 403
-// for one the caller may not see.
+// for one the caller may not see, 501 for one of a record format this
+// version cannot read (taskmeta.CheckFormat).
 func (s *Server) anchor(c echo.Context, id string) (*corev1.ConfigMap, error) {
 	if !taskNameRE.MatchString(id) {
 		return nil, echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("no task %q", id))
@@ -30,6 +31,9 @@ func (s *Server) anchor(c echo.Context, id string) (*corev1.ConfigMap, error) {
 	}
 	if !callerOf(c).mayAccess(cm.ObjectMeta) {
 		return nil, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("task %q belongs to another user", id))
+	}
+	if err := taskmeta.CheckFormat(cm.ObjectMeta); err != nil {
+		return nil, echo.NewHTTPError(http.StatusNotImplemented, err.Error())
 	}
 	return cm, nil
 }

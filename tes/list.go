@@ -125,14 +125,15 @@ func MatchTags(filter, tags map[string]string) bool {
 	return true
 }
 
-// Page selects a page of anchors: those the query's filters keep, newest
-// first, after its token. It returns the page and whether more follow. A
+// Page selects a page of anchors: those the query's filters keep (of a
+// record format this version reads), newest first, after its token. It
+// returns the page and whether more follow. A
 // final state filters on the anchor's record; a state a task passes through
 // is left to the caller, who derives it from the jobs and pods.
 func Page(anchors []metav1.ObjectMeta, q ListQuery) ([]metav1.ObjectMeta, bool) {
 	var kept []metav1.ObjectMeta
 	for _, m := range anchors {
-		if !taskmeta.IsAnchor(m) {
+		if !taskmeta.IsAnchor(m) || taskmeta.CheckFormat(m) != nil {
 			continue
 		}
 		if q.NamePrefix != "" && !strings.HasPrefix(m.Annotations[taskmeta.AnnotationTaskName], q.NamePrefix) {

@@ -26,10 +26,12 @@ import (
 	"syscall"
 
 	"github.com/elixir-cloud-aai/tesk-knative/filer"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
 const usage = `usage: filer [--debug] inputs|outputs [--file PATH] [--task-dir DIR] [--parallel N] [JSON]
+       filer --version
 
 The task JSON comes from --file (gzipped if PATH ends in .gz; - for stdin),
 else the JSON argument, else the environment variable JSON_INPUT.
@@ -38,6 +40,7 @@ else the JSON argument, else the environment variable JSON_INPUT.
 
 type args struct {
 	debug    bool
+	version  bool
 	file     string
 	taskDir  string
 	parallel int
@@ -53,6 +56,7 @@ func parseArgs(argv []string, stderr io.Writer) (args, error) {
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	fs.BoolVar(&a.debug, "debug", false, "debug logs")
 	fs.BoolVar(&a.debug, "d", false, "debug logs")
+	fs.BoolVar(&a.version, "version", false, "print the filer's version and exit")
 	fs.StringVar(&a.file, "file", "", "task JSON file (.gz: gzipped; -: stdin)")
 	fs.StringVar(&a.file, "f", "", "task JSON file")
 	fs.StringVar(&a.taskDir, "task-dir", "", "where the task volume is mounted")
@@ -72,6 +76,9 @@ func parseArgs(argv []string, stderr io.Writer) (args, error) {
 		}
 		pos = append(pos, argv[0])
 		argv = argv[1:]
+	}
+	if a.version {
+		return a, nil
 	}
 	switch len(pos) {
 	case 0:
@@ -127,6 +134,10 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintf(stderr, "filer: %v\n%s", err, usage)
 		return 2
+	}
+	if a.version {
+		fmt.Fprintln(stdout, version.Get())
+		return 0
 	}
 	level := slog.LevelError
 	if a.debug || filer.DebugFromEnv() {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -55,6 +56,17 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 	var out, errb bytes.Buffer
 	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+func TestVersion(t *testing.T) {
+	old := version.Version
+	t.Cleanup(func() { version.Version = old })
+	version.Version = "v0.3.1"
+	for _, args := range [][]string{{"--version"}, {"outputs", "--version"}} {
+		if code, stdout, stderr := runCLI(t, "", args...); code != 0 || stdout != "v0.3.1\n" || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and the version", args, code, stdout, stderr)
+		}
+	}
 }
 
 func TestInputsFromGzipFile(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -40,7 +42,7 @@ func main() {
 // variable (a Knative Service sets env), the flag winning.
 type options struct {
 	namespace, podTimeout, filerName, filerVersion string
-	pullPolicyAlways, debug                        bool
+	pullPolicyAlways, debug, version               bool
 	port                                           int
 	kubeconfig                                     string
 }
@@ -79,6 +81,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.debug, "d", debug, "shorthand for --debug")
 	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig to use outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -88,10 +91,17 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	return o, nil
 }
 
+// stdout receives --version's answer.
+var stdout io.Writer = os.Stdout
+
 func run(args []string, getenv func(string) string) error {
 	start := time.Now()
 	o, err := parseOptions(args, getenv)
 	if err != nil {
+		return err
+	}
+	if o.version {
+		_, err := fmt.Fprintln(stdout, version.Get())
 		return err
 	}
 	log := cmdutil.NewLogger("handler", o.debug)
@@ -140,7 +150,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Ready", "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
+	log.Infow("Ready", "version", version.Get(), "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
 		"filerImage", cfg.FilerImage(), "startup", time.Since(start).String())
 
 	select {

@@ -69,12 +69,17 @@ func TestParseOptions(t *testing.T) {
 }
 
 // On SIGTERM the handler takes no new request, finishes the one in flight,
-// and exits 0.
+// and exits 0. Built as the Makefile builds it, it reports its version with
+// --version and in its start line.
 func TestSIGTERMFinishesRequestsInFlight(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "handler")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	const built = "v9.8.7-test"
+	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/elixir-cloud-aai/tesk-knative/internal/version.Version="+built, "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || string(out) != built+"\n" {
+		t.Fatalf("handler --version: %q %v, want %s", out, err, built)
 	}
 	// A stand-in API server that answers slowly: the task is unknown.
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -155,6 +160,9 @@ current-context: c
 	}
 	if _, err := http.Get(url + "/healthz"); err == nil {
 		t.Error("the handler still takes requests after it exited")
+	}
+	if !strings.Contains(logs.String(), `"msg":"Ready","version":"`+built+`"`) {
+		t.Errorf("the start line does not give the version %s:\n%s", built, logs.String())
 	}
 	if !strings.Contains(logs.String(), "Shutting down") || !strings.Contains(logs.String(), "Stopped") {
 		t.Errorf("logs do not show the shutdown:\n%s", logs.String())

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
@@ -47,6 +49,7 @@ type options struct {
 	port                        int
 	debug                       bool
 	noAuth                      bool
+	version                     bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -69,6 +72,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
 	fs.BoolVar(&o.debug, "debug", debug, "debug logging (env DEBUG)")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "serve without access control (local development only)")
+	fs.BoolVar(&o.version, "version", false, "print the TES API's version and exit")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -78,6 +82,9 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	}
 	return o, nil
 }
+
+// stdout receives --version's answer.
+var stdout io.Writer = os.Stdout
 
 // apiConfig reads the TES API's settings (the tesk-tes-config ConfigMap in
 // config/knative lists them all).
@@ -92,7 +99,7 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 			ContactURL:       def("TES_CONTACT_URL", ""),
 			DocumentationURL: def("TES_DOCUMENTATION_URL", "https://github.com/elixir-cloud-aai/tesk-knative"),
 			Environment:      def("TES_ENVIRONMENT", ""),
-			Version:          def("TES_SERVICE_VERSION", "1.0.0"),
+			Version:          def("TES_SERVICE_VERSION", version.Get()),
 		},
 		LogTailBytes: steps.DefaultLogTailBytes,
 	}
@@ -117,6 +124,10 @@ func run(args []string, getenv func(string) string) error {
 	start := time.Now()
 	o, err := parseOptions(args, getenv)
 	if err != nil {
+		return err
+	}
+	if o.version {
+		_, err := fmt.Fprintln(stdout, version.Get())
 		return err
 	}
 	log := cmdutil.NewLogger("tes", o.debug)
@@ -190,7 +201,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Serving", "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", dash.Auth, "startup", time.Since(start).String())
+	log.Infow("Serving", "version", version.Get(), "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", dash.Auth, "startup", time.Since(start).String())
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {

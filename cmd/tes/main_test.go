@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -41,6 +43,32 @@ func TestAPIConfig(t *testing.T) {
 				t.Errorf("storage %q tail %d", cfg.Info.Storage, cfg.LogTailBytes)
 			}
 		})
+	}
+}
+
+// service-info's version is the build's, unless TES_SERVICE_VERSION says
+// otherwise; --version prints the build's.
+func TestServiceVersion(t *testing.T) {
+	old := version.Version
+	t.Cleanup(func() { version.Version = old })
+	version.Version = "v1.4.2"
+	if cfg, err := apiConfig(env(nil)); err != nil || cfg.Info.Version != "v1.4.2" {
+		t.Errorf("default: %q %v, want the build's v1.4.2", cfg.Info.Version, err)
+	}
+	if cfg, err := apiConfig(env(map[string]string{"TES_SERVICE_VERSION": " 2.0-site "})); err != nil || cfg.Info.Version != "2.0-site" {
+		t.Errorf("TES_SERVICE_VERSION: %q %v, want 2.0-site", cfg.Info.Version, err)
+	}
+	version.Version = ""
+	if cfg, _ := apiConfig(env(nil)); cfg.Info.Version != version.Dev {
+		t.Errorf("unset: %q, want %s", cfg.Info.Version, version.Dev)
+	}
+	version.Version = "v1.4.2"
+	var out strings.Builder
+	old2 := stdout
+	stdout = &out
+	t.Cleanup(func() { stdout = old2 })
+	if err := run([]string{"--version"}, env(nil)); err != nil || out.String() != "v1.4.2\n" {
+		t.Errorf("--version: %q %v", out.String(), err)
 	}
 }
 

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 )
 
 // basePath is where a TES API lives under its URL.
@@ -241,6 +243,7 @@ wait exits with the task's outcome: 0 COMPLETE, 2 EXECUTOR_ERROR,
 3 SYSTEM_ERROR, 4 CANCELED or PREEMPTED, 5 when --timeout passed first;
 every command exits 1 when it fails itself (a usage error, an error of the
 API, no answer).`,
+		Version:       version.Get(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 )
 
 // fakeAPI is a TES API of scripted tasks: each GET of a task moves it one
@@ -126,6 +128,16 @@ func running(done int, n int) map[string]any {
 		logs = append(logs, map[string]any{"exit_code": 0, "stdout": "partial output", "start_time": "2026-01-01T00:02:00Z"})
 	}
 	return map[string]any{"state": "RUNNING", "executors": make([]any, n), "logs": []any{map[string]any{"logs": logs, "outputs": []any{}}}}
+}
+
+func TestVersionFlag(t *testing.T) {
+	old := version.Version
+	t.Cleanup(func() { version.Version = old })
+	version.Version = "v7.7.7"
+	code, stdout, stderr := tesctl(t, "", "", "--version")
+	if code != 0 || stdout != "tesctl version v7.7.7\n" || stderr != "" {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want the version v7.7.7", code, stdout, stderr)
+	}
 }
 
 func TestBaseURL(t *testing.T) {

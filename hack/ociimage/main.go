@@ -3,6 +3,7 @@
 //
 //	go run ./hack/ociimage -out bin/images [-only handler,filer,...]
 //	    [-handler-image ref] [-tes-image ref] [-filer-image ref] [-zoneinfo]
+//	    [-version v] [-also-tags "t1 t2"]
 //
 // It prints one line per image: its names, digest, size and tarball.
 package main
@@ -54,6 +55,8 @@ func main() {
 	handler := flag.String("handler-image", ociimage.DefaultHandlerImage, "name:tag of the handler image")
 	tes := flag.String("tes-image", ociimage.DefaultTESImage, "name:tag of the TES API image")
 	filer := flag.String("filer-image", ociimage.DefaultFilerImage, "name:tag of the filer image")
+	version := flag.String("version", "", "the programs' version (internal/version; default 0.0.0-dev)")
+	alsoTags := flag.String("also-tags", "", "more tags of the handler, TES API and filer images, space- or comma-separated")
 	zoneinfo := flag.Bool("zoneinfo", false, "put the host's "+ociimage.HostZoneinfo+" into the service images")
 	verbose := flag.Bool("v", false, "print the go build command and its output")
 	flag.Usage = func() {
@@ -72,7 +75,8 @@ func main() {
 		os.Exit(2)
 	}
 	o := ociimage.Options{RepoRoot: *root, OutDir: *out, Go: *goCmd,
-		HandlerImage: *handler, TESImage: *tes, FilerImage: *filer}
+		HandlerImage: *handler, TESImage: *tes, FilerImage: *filer, Version: *version,
+		AlsoTags: strings.FieldsFunc(*alsoTags, func(r rune) bool { return r == ',' || r == ' ' })}
 	if *only != "" {
 		for _, n := range strings.Split(*only, ",") {
 			if n = strings.TrimSpace(n); n != "" {

@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"helm.sh/helm/v4/pkg/action"
+	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -35,6 +36,11 @@ func Render(vals map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return renderChart(chrt, vals)
+}
+
+// renderChart renders a loaded chart as helm template does.
+func renderChart(chrt ci.Charter, vals map[string]any) (string, error) {
 	cfg := action.NewConfiguration()
 	cfg.KubeClient = &kubefake.PrintingKubeClient{Out: io.Discard}
 	cfg.Releases = storage.Init(driver.NewMemory())

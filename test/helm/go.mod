@@ -3,6 +3,7 @@ module github.com/elixir-cloud-aai/tesk-knative/test/helm
 go 1.26.0
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	helm.sh/helm/v4 v4.3.2
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -13,7 +14,6 @@ require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
-	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/Masterminds/squirrel v1.5.4 // indirect
 	github.com/ProtonMail/go-crypto v1.4.1 // indirect

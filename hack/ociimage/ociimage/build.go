@@ -87,6 +87,12 @@ type Options struct {
 	// BusyboxBinary is the static busybox of the stand-ins (default
 	// HostBusybox).
 	BusyboxBinary string
+	// Version is the programs' version (internal/version), set with
+	// -ldflags -X; empty: the programs report version.Dev.
+	Version string
+	// AlsoTags are more tags of the handler's, the TES API's and the
+	// filer's images: each is also named <repository>:<tag>.
+	AlsoTags []string
 	// Log, if set, receives the go build command line and its output.
 	Log io.Writer
 }
@@ -113,6 +119,21 @@ var binaries = map[string]string{
 	Pause:   "./hack/ociimage/ociimage/pause",
 }
 
+// withAlsoTags is ref and ref's repository with each of o.AlsoTags.
+func (o Options) withAlsoTags(ref string) []string {
+	refs := []string{ref}
+	p, err := ParseRef(ref)
+	if err != nil {
+		return refs // BuildAll refuses it
+	}
+	for _, t := range o.AlsoTags {
+		if r := strings.TrimSuffix(p.Full, ":"+p.Tag) + ":" + t; t != "" && t != p.Tag && !slices.Contains(refs, r) {
+			refs = append(refs, r)
+		}
+	}
+	return refs
+}
+
 func (o *Options) defaults() error {
 	if o.RepoRoot == "" {
 		o.RepoRoot = "."
@@ -131,6 +152,9 @@ func (o *Options) defaults() error {
 			return fmt.Errorf("ociimage: no image %q (the images: %s)", n, strings.Join(Names, ", "))
 		}
 	}
+	if err := checkVersion(o.Version); err != nil {
+		return err
+	}
 	set := func(p *string, d string) {
 		if *p == "" {
 			*p = d
@@ -148,11 +172,11 @@ func (o *Options) defaults() error {
 func (o Options) Refs(image string) []string {
 	switch image {
 	case Handler:
-		return []string{o.HandlerImage}
+		return o.withAlsoTags(o.HandlerImage)
 	case TES:
-		return []string{o.TESImage}
+		return o.withAlsoTags(o.TESImage)
 	case Filer:
-		return []string{o.FilerImage}
+		return o.withAlsoTags(o.FilerImage)
 	case Pause:
 		return []string{PauseImage, PauseImageKubernetes}
 	}
@@ -219,7 +243,7 @@ func BuildAll(ctx context.Context, o Options) ([]Built, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(binDir)
-		if err := GoBuild(ctx, o.Go, o.RepoRoot, binDir, o.Log, pkgs...); err != nil {
+		if err := GoBuildVersion(ctx, o.Go, o.RepoRoot, binDir, o.Version, o.Log, pkgs...); err != nil {
 			return nil, err
 		}
 	}
@@ -330,7 +354,31 @@ func write(img v1.Image, n, path string, refs []string) (Built, error) {
 // -trimpath -ldflags="-s -w" and no VCS stamp, so that the same sources and
 // toolchain give the same binaries.
 func GoBuild(ctx context.Context, goCmd, dir, outDir string, log io.Writer, pkgs ...string) error {
-	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", outDir + string(filepath.Separator)}, pkgs...)
+	return GoBuildVersion(ctx, goCmd, dir, outDir, "", log, pkgs...)
+}
+
+// checkVersion refuses a version that -ldflags cannot carry as one word.
+func checkVersion(v string) error {
+	if strings.ContainsAny(v, " \t\n'\"") {
+		return fmt.Errorf("ociimage: version %q has a space or a quote", v)
+	}
+	return nil
+}
+
+// VersionVariable is the variable of the programs' version (internal/version).
+const VersionVariable = "github.com/elixir-cloud-aai/tesk-knative/internal/version.Version"
+
+// GoBuildVersion is GoBuild with the programs' version set to version
+// (-X VersionVariable; empty: not set).
+func GoBuildVersion(ctx context.Context, goCmd, dir, outDir, version string, log io.Writer, pkgs ...string) error {
+	if err := checkVersion(version); err != nil {
+		return err
+	}
+	ldflags := "-s -w"
+	if version != "" {
+		ldflags += " -X " + VersionVariable + "=" + version
+	}
+	args := append([]string{"build", "-trimpath", "-ldflags=" + ldflags, "-o", outDir + string(filepath.Separator)}, pkgs...)
 	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH,

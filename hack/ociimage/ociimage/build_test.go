@@ -27,6 +27,8 @@ func TestBuildAllRefusesBadOptions(t *testing.T) {
 		{"digest filer name", Options{Only: []string{Filer}, FilerImage: "ghcr.io/x/f@sha256:" + strings.Repeat("0", 64)}, "not a digest"},
 		{"missing CA bundle", Options{Only: []string{TES}, CACertificates: filepath.Join(dir, "none.crt")}, "apt-get install ca-certificates"},
 		{"zoneinfo not a directory", Options{Only: []string{TES}, CACertificates: script, Zoneinfo: script}, "not a directory"},
+		{"version with a space", Options{Only: []string{Handler}, Version: "v1 2"}, "has a space"},
+		{"bad also-tag", Options{Only: []string{Filer}, AlsoTags: []string{"not a tag"}}, "filer image"},
 		{"busybox not static", Options{Only: []string{Alpine}, BusyboxBinary: script}, "apt-get install busybox-static"},
 	}
 	for _, c := range cases {
@@ -43,6 +45,20 @@ func TestBuildAllRefusesBadOptions(t *testing.T) {
 				t.Errorf("the output directory was made: %v", err)
 			}
 		})
+	}
+}
+
+func TestRefsAlsoTags(t *testing.T) {
+	o := Options{HandlerImage: "ghcr.io/x/tesk-knative-handler:v0.3.0", FilerImage: "localhost:5000/f", AlsoTags: []string{"latest", "v0.3.0", ""}}
+	must(t, o.defaults())
+	for img, want := range map[string][]string{
+		Handler: {"ghcr.io/x/tesk-knative-handler:v0.3.0", "ghcr.io/x/tesk-knative-handler:latest"},
+		Filer:   {"localhost:5000/f", "localhost:5000/f:v0.3.0"},
+		Pause:   {PauseImage, PauseImageKubernetes},
+	} {
+		if got := o.Refs(img); !reflect.DeepEqual(got, want) {
+			t.Errorf("Refs(%s) = %q, want %q", img, got, want)
+		}
 	}
 }
 

@@ -7,7 +7,7 @@
 //
 //   - handler, tes and filer: the programs of ./cmd/handler, ./cmd/tes and
 //     ./cmd/filer, built as the Dockerfile builds them (one go build,
-//     CGO_ENABLED=0, -trimpath -ldflags="-s -w") at /handler, /tes and
+//     CGO_ENABLED=0, -trimpath -ldflags="-s -w", the version set by Options.Version) at /handler, /tes and
 //     /filer, as ENTRYPOINT, USER 65532:65532, EXPOSE 8080 for the handler
 //     and the TES API, on a base layer equivalent to distroless/static:nonroot
 //     (BaseTree): the host's CA certificates, /etc/passwd and /etc/group with
