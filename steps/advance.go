@@ -13,7 +13,7 @@ import (
 // advance walks the task's parts in order: it looks at each started part's
 // job, starts the next part once the ones before it passed, and completes the
 // task after the last.
-func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
+func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now time.Time) Plan {
 	var toStart, passed []string
 	state := tesv1.StateQueued
 	for _, part := range prog.Parts {
@@ -29,7 +29,7 @@ func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) 
 				// The API server rejected the claim (behaviour §8.6).
 				return stop(plan, prog, cfg, tesv1.StateSystemError, reason)
 			}
-			if prog.inLastBatch(part, obs.Event) {
+			if prog.InLastBatch(part, obs.Event) {
 				plan.Actions = append(plan.Actions, Action{Kind: CreatePVC, Part: part})
 			}
 			continue
@@ -46,7 +46,7 @@ func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) 
 	}
 
 	if len(toStart) > 0 {
-		next := prog.withDone(passed...).withStarted(obs.Event, now, toStart...)
+		next := prog.WithDone(passed...).WithStarted(obs.Event, now, toStart...)
 		plan.Progress = &next
 		for _, part := range toStart {
 			kind := CreateJob
@@ -64,7 +64,7 @@ func advance(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) 
 // partJob looks at a started part's job. ok is true when the part passed
 // (its job completed, or failed ignoring errors); otherwise the plan is the
 // step's: wait, fail the job, or stop the task.
-func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, part, state string) (Plan, bool) {
+func partJob(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now time.Time, part, state string) (Plan, bool) {
 	task := obs.Anchor.Name
 	job := obs.Jobs[part]
 	if reason, ok := prog.EndedReason(part); ok {
@@ -72,13 +72,13 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 		// the job then ended on its own (in doubt, the task stops). A job
 		// of the task that still runs is one whose deletion failed: delete
 		// it again, unless its deletion was rejected (behaviour §1.13).
-		if _, kept := prog.KeptReason(part); !kept && job != nil && !isGone(job) && taskmeta.StatusOf(job) == taskmeta.JobRunning && ownedBy(job, obs.Anchor.UID) {
+		if _, kept := prog.KeptReason(part); !kept && job != nil && !taskmeta.IsGone(job) && taskmeta.StatusOf(job) == taskmeta.JobRunning && taskmeta.OwnedBy(job, obs.Anchor.UID) {
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: reason})
 		}
 		return stop(plan, prog, cfg, tesv1.StateSystemError, reason), false
 	}
-	if job == nil || isGone(job) {
-		if job == nil && prog.inLastBatch(part, obs.Event) {
+	if job == nil || taskmeta.IsGone(job) {
+		if job == nil && prog.InLastBatch(part, obs.Event) {
 			// A redelivery of the event that recorded the part: its first
 			// attempt may have stopped before it created it.
 			plan.Actions = append(plan.Actions, Action{Kind: CreateJob, Part: part})
@@ -113,8 +113,8 @@ func partJob(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, 
 	case taskmeta.JobFailed:
 		return failedJob(plan, prog, cfg, now, part, job, state)
 	}
-	if EndedByService(job) {
-		if at, ok := failedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
+	if taskmeta.EndedByService(job) {
+		if at, ok := taskmeta.FailedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
 			msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[taskmeta.AnnotationFailed], secs(cfg.PodTimeout))
 			plan.note("error", "%s", msg)
 			return stop(plan, prog, cfg, failedState(part), msg), false
@@ -138,14 +138,14 @@ func waitForPods(plan Plan, state string) Plan {
 
 // redo records the last record's parts again, as this step's, and creates
 // them: the PVC (AlreadyExists if it was created) and the jobs not done.
-func redo(plan Plan, prog Progress, obs Observed, now time.Time, state string) Plan {
+func redo(plan Plan, prog taskmeta.Progress, obs Observed, now time.Time, state string) Plan {
 	var parts []string
 	for _, part := range prog.Last.Parts {
 		if !prog.IsDone(part) {
 			parts = append(parts, part)
 		}
 	}
-	next := prog.withStarted(obs.Event, now, parts...)
+	next := prog.WithStarted(obs.Event, now, parts...)
 	plan.Progress = &next
 	for _, part := range parts {
 		kind := CreateJob
@@ -170,7 +170,7 @@ func describeAll(task string, parts []string) []string {
 
 // complete ends a task whose parts all passed: the uploaded files recorded,
 // the PVC deleted, COMPLETE written (behaviour §1.3, §1.7).
-func complete(plan Plan, prog Progress, obs Observed) Plan {
+func complete(plan Plan, prog taskmeta.Progress, obs Observed) Plan {
 	if slices.Contains(prog.Parts, taskmeta.PartOutputsFiler) {
 		if j := obs.Jobs[taskmeta.PartOutputsFiler]; j != nil && j.Annotations[taskmeta.AnnotationOutputFileLogs] == "" {
 			plan.Actions = append(plan.Actions, Action{Kind: RecordOutputFileLogs, Part: taskmeta.PartOutputsFiler})

@@ -252,7 +252,7 @@ func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) 
 		return finished, err
 	case job == nil:
 		return again, nil
-	case ownedBy(job, st.a.UID):
+	case taskmeta.OwnedBy(job, st.a.UID):
 		return finished, nil
 	}
 	return st.endPart(ctx, act.Part, fmt.Sprintf("Job '%s' exists but does not belong to the task", job.Name), false)
@@ -323,7 +323,7 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 		st.r.log(ctx).Errorw("Failing the job was rejected too; it runs until it ends", "task", st.a.Name, "job", name, "error", ferr)
 		kept = fmt.Sprintf("Deleting job '%s' was rejected (%v), and so was failing it (%v); it is kept", name, err, ferr)
 	}
-	return st.record(ctx, func(p Progress) Progress { return p.withKept(part, kept) })
+	return st.record(ctx, func(p taskmeta.Progress) taskmeta.Progress { return p.WithKept(part, kept) })
 }
 
 func (st *step) deletePVC(ctx context.Context) {
@@ -365,7 +365,7 @@ func (st *step) deleteTask(ctx context.Context, act Action) error {
 // endPart records that the service ended a part, and why, then (for a job it
 // deletes) deletes it; the step is then decided again, and stops the task.
 func (st *step) endPart(ctx context.Context, part, reason string, deleteJob bool) (stepOutcome, error) {
-	next, err := st.record(ctx, func(p Progress) Progress { return p.withEnded(part, reason) })
+	next, err := st.record(ctx, func(p taskmeta.Progress) taskmeta.Progress { return p.WithEnded(part, reason) })
 	if err != nil || next == conflicted || !deleteJob {
 		return next, err
 	}
@@ -377,12 +377,12 @@ func (st *step) endPart(ctx context.Context, part, reason string, deleteJob bool
 
 // record changes the task's progress on a fresh read of the anchor (this step
 // may have written it already); the step is then decided again.
-func (st *step) record(ctx context.Context, change func(Progress) Progress) (stepOutcome, error) {
+func (st *step) record(ctx context.Context, change func(taskmeta.Progress) taskmeta.Progress) (stepOutcome, error) {
 	fresh, err := st.r.getAnchor(ctx, st.a.Namespace, st.a.Name)
 	if err != nil {
 		return finished, err
 	}
-	prog, _ := ParseProgress(fresh.Annotations[taskmeta.AnnotationProgress])
+	prog, _ := taskmeta.ParseProgress(fresh.Annotations[taskmeta.AnnotationProgress])
 	_, err = st.r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{
 		"annotations": map[string]string{taskmeta.AnnotationProgress: change(prog).String()},
 	})

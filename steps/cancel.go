@@ -18,7 +18,7 @@ import (
 // the grace period passes. A job whose deletion was rejected is kept, and one
 // still terminating --pod-timeout after its deletion is waited for no more:
 // the task ends CANCELED all the same, saying so (behaviour §8.3).
-func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) Plan {
+func cancel(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now time.Time) Plan {
 	going := false
 	next := prog
 	var lines []string
@@ -27,7 +27,7 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 		if _, kept := prog.KeptReason(part); kept {
 			continue // stop says why
 		}
-		if isGone(job) {
+		if taskmeta.IsGone(job) {
 			if now.Sub(job.DeletionTimestamp.Time) >= cfg.PodTimeout {
 				lines = append(lines, fmt.Sprintf("Job '%s' was still terminating %s after it was deleted", job.Name, secs(cfg.PodTimeout)))
 				continue
@@ -36,7 +36,7 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 			continue
 		}
 		if taskmeta.StatusOf(job) == taskmeta.JobRunning {
-			next = next.withEnded(part, "Task cancelled")
+			next = next.WithEnded(part, "Task cancelled")
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: "task cancelled"})
 			going = true
 		}
@@ -63,7 +63,7 @@ func cancel(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time) P
 // stop ends the task: its PVC deleted (kept and released from the task with
 // KEEP_FAILED_PVC), the final state written last, with why: one line, and a
 // line for each job whose deletion was rejected (TES system_logs).
-func stop(plan Plan, prog Progress, cfg Config, state, reason string) Plan {
+func stop(plan Plan, prog taskmeta.Progress, cfg Config, state, reason string) Plan {
 	if prog.IsStarted(taskmeta.PartPVC) {
 		if cfg.KeepFailedPVC {
 			plan.Actions = append(plan.Actions, Action{Kind: ReleasePVC, Part: taskmeta.PartPVC})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 )
@@ -16,7 +17,7 @@ func TestCancelRaces(t *testing.T) {
 	parts := []string{"ex-00", "ex-01"}
 	cases := []struct {
 		name      string
-		prog      Progress
+		prog      taskmeta.Progress
 		jobs      []string // parts whose jobs exist, running
 		now       time.Time
 		state     string
@@ -25,13 +26,13 @@ func TestCancelRaces(t *testing.T) {
 	}{
 		{
 			name:  "a part recorded moments ago whose job is not there yet may still be created: CANCELING",
-			prog:  progressOf(parts, "ev-2", t0.Add(-5*time.Second), "ex-00", "ex-01").withDone("ex-00"),
+			prog:  progressOf(parts, "ev-2", t0.Add(-5*time.Second), "ex-00", "ex-01").WithDone("ex-00"),
 			now:   t0,
 			state: tesv1.StateCanceling,
 		},
 		{
 			name:  "past the grace period, a recorded part without a job was never created: CANCELED",
-			prog:  progressOf(parts, "ev-2", t0.Add(-2*recordedMissingGrace), "ex-00", "ex-01").withDone("ex-00"),
+			prog:  progressOf(parts, "ev-2", t0.Add(-2*recordedMissingGrace), "ex-00", "ex-01").WithDone("ex-00"),
 			now:   t0,
 			state: tesv1.StateCanceled,
 		},
@@ -46,7 +47,7 @@ func TestCancelRaces(t *testing.T) {
 		},
 		{
 			name:      "a job the cancel deleted is not waited for as one being created",
-			prog:      progressOf(parts, "ev-1", t0.Add(-time.Second), "ex-00").withEnded("ex-00", "Task cancelled"),
+			prog:      progressOf(parts, "ev-1", t0.Add(-time.Second), "ex-00").WithEnded("ex-00", "Task cancelled"),
 			now:       t0,
 			state:     tesv1.StateCanceled,
 			endedRecs: 1,
@@ -139,7 +140,7 @@ func TestCancelAfterTheLastStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := progressOf(c.parts, "ev-1", t0.Add(-time.Minute), c.started...).withDone(c.done...)
+			p := progressOf(c.parts, "ev-1", t0.Add(-time.Minute), c.started...).WithDone(c.done...)
 			jobs := map[string]*batchv1.Job{}
 			for _, part := range c.completed {
 				jobs[part] = completed(part)

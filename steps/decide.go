@@ -87,7 +87,7 @@ type Final struct {
 // Plan is a step's decision.
 type Plan struct {
 	// Progress, when set, is written on the anchor before any action.
-	Progress *Progress
+	Progress *taskmeta.Progress
 	Actions  []Action
 	// Final, when set, is written on the anchor after the actions.
 	Final *Final
@@ -135,12 +135,12 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 	if state := obs.Anchor.Annotations[taskmeta.AnnotationState]; state != "" {
 		return endedTask(plan, obs.Anchor, state, now)
 	}
-	prog, err := ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
+	prog, err := taskmeta.ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
 	if err != nil {
 		plan.note("error", "%v", err)
 		// What was started is unknown: treat the PVC as started, so that it
 		// is deleted (or kept) as for any task that stops.
-		prog = Progress{Started: []string{taskmeta.PartPVC}}
+		prog = taskmeta.Progress{Started: []string{taskmeta.PartPVC}}
 		return stop(plan, prog, cfg, tesv1.StateSystemError, fmt.Sprintf("the task's progress record is unreadable: %v", err))
 	}
 	if obs.Anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled {
@@ -275,11 +275,11 @@ func sortedParts(jobs map[string]*batchv1.Job) []string {
 func recordLogs(actions []Action, obs Observed) []Action {
 	// A job recorded done was passed by an earlier step, which recorded its
 	// log (or warned): steps read only the jobs not done, and so does this.
-	prog, _ := ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
+	prog, _ := taskmeta.ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
 	var records []Action
 	for _, part := range ExecutorParts(obs.Jobs) {
 		j := obs.Jobs[part]
-		if _, ok := j.Annotations[taskmeta.AnnotationExecutorLog]; ok || prog.IsDone(part) || isGone(j) || taskmeta.StatusOf(j) == taskmeta.JobRunning {
+		if _, ok := j.Annotations[taskmeta.AnnotationExecutorLog]; ok || prog.IsDone(part) || taskmeta.IsGone(j) || taskmeta.StatusOf(j) == taskmeta.JobRunning {
 			continue
 		}
 		records = append(records, Action{Kind: RecordExecutorLog, Part: part})

@@ -36,7 +36,7 @@ type decideCase struct {
 
 func TestDecide(t *testing.T) {
 	full := taskWith(2, withInput, withOutput)
-	started := func(parts ...string) *Progress {
+	started := func(parts ...string) *taskmeta.Progress {
 		p := progressOf(fullParts, "ev-old", ago(10*time.Minute), parts...)
 		return &p
 	}
@@ -172,8 +172,8 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §9: a part recorded done is not read again",
-				obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01").withDone(taskmeta.PartInputsFiler, "ex-00")
+				obs: Observed{Event: "ev-4", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01").WithDone(taskmeta.PartInputsFiler, "ex-00")
 					return &p
 				}()), Jobs: jobsOf(completed("ex-01"))},
 				actions: []Action{act(CreateJob, taskmeta.PartOutputsFiler)},
@@ -413,7 +413,7 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §6.5: a job recorded started past the grace, with no sign it ever existed, was never created: recorded again as this event's and created",
-				obs: Observed{Event: "ev-new", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withDone(taskmeta.PartInputsFiler))),
+				obs: Observed{Event: "ev-new", Anchor: anchorWith(ptr(progressOf(fullParts, "ev-old", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").WithDone(taskmeta.PartInputsFiler))),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler)), Pods: pods(podOf(taskmeta.PartInputsFiler, corev1.PodSucceeded, ago(3*time.Minute)))},
 				actions: []Action{act(CreateJob, "ex-00")},
 				state:   tesv1.StateRunning,
@@ -426,7 +426,7 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §6.5: the PVC and first job of a cut-short submission are both created again",
-				obs: Observed{Anchor: anchorWith(ptr(func() Progress {
+				obs: Observed{Anchor: anchorWith(ptr(func() taskmeta.Progress {
 					p := progressOf(fullParts, "ev-submit", ago(2*time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler)
 					p.Last.Parts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler}
 					return p
@@ -482,8 +482,8 @@ func TestDecide(t *testing.T) {
 			// Parts the service ended itself.
 			{
 				name: "behaviour §1.13: a part the service deleted stops the task with SYSTEM_ERROR and its reason",
-				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").WithEnded("ex-00", "Pod 'p' of job 'j' wasn't scheduled within 3600 s: no nodes")
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -493,8 +493,8 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §1.12: a part whose creation the API server refused stops the task with SYSTEM_ERROR and why",
-				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Creating job 'x' was refused: invalid")
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).WithEnded(taskmeta.PartInputsFiler, "Creating job 'x' was refused: invalid")
 					return &p
 				}())},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -504,8 +504,8 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §1.14: a job the service is deleting that still runs (its deletion failed) is deleted again, and the task stops",
-				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").WithEnded("ex-00", "not scheduled")
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00")), Pods: pods()},
 				actions: []Action{act(DeleteJob, "ex-00"), act(DeletePVC, taskmeta.PartPVC)},
@@ -514,8 +514,8 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §1.6: an ignore-error job the service tried to delete, which then failed on its own, still stops the task",
-				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").WithEnded("ex-00", "not scheduled")
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), ignoring(failed("ex-00")))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -525,8 +525,8 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §1.6: a job the service tried to delete, which then completed on its own, still stops the task (in doubt, the task stops)",
-				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").withEnded("ex-00", "not scheduled")
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00").WithEnded("ex-00", "not scheduled")
 					return &p
 				}()), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))},
 				actions: []Action{act(DeletePVC, taskmeta.PartPVC)},
@@ -535,8 +535,8 @@ func TestDecide(t *testing.T) {
 			},
 			{
 				name: "behaviour §6: a job of the same name that the task does not own is not deleted",
-				obs: Observed{Event: "ev", Anchor: anchorWith(func() *Progress {
-					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).withEnded(taskmeta.PartInputsFiler, "Job exists but does not belong to the task")
+				obs: Observed{Event: "ev", Anchor: anchorWith(func() *taskmeta.Progress {
+					p := started(taskmeta.PartPVC, taskmeta.PartInputsFiler).WithEnded(taskmeta.PartInputsFiler, "Job exists but does not belong to the task")
 					return &p
 				}()), Jobs: jobsOf(func() *batchv1.Job {
 					j := running(taskmeta.PartInputsFiler)

@@ -14,13 +14,13 @@ import (
 // failedJob: a failed job stops the task, unless it is an executor's that
 // ignores errors and that the service did not end itself; that one passes
 // once Kubernetes marked it Failed (behaviour §1.5, §1.6, §1.10).
-func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string, job *batchv1.Job, state string) (Plan, bool) {
-	if _, isExec := taskmeta.ExecutorIndex(part); isExec && IgnoresErrors(job) && !EndedByService(job) && !prog.IsFailing(part) {
-		if IsMarkedFailed(job) {
+func failedJob(plan Plan, prog taskmeta.Progress, cfg Config, now time.Time, part string, job *batchv1.Job, state string) (Plan, bool) {
+	if _, isExec := taskmeta.ExecutorIndex(part); isExec && taskmeta.IgnoresErrors(job) && !taskmeta.EndedByService(job) && !prog.IsFailing(part) {
+		if taskmeta.IsMarkedFailed(job) {
 			plan.note("warn", "Executor job '%s' failed; ignoring the error", job.Name)
 			return plan, true
 		}
-		if since, ok := failureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
+		if since, ok := taskmeta.FailureSince(job); ok && now.Sub(since) >= cfg.PodTimeout {
 			msg := fmt.Sprintf("Executor job '%s' failed (ignore-error) but Kubernetes didn't mark it Failed within %s", job.Name, secs(cfg.PodTimeout))
 			plan.note("error", "%s", msg)
 			return stop(plan, prog, cfg, tesv1.StateSystemError, msg), false
@@ -40,7 +40,7 @@ func failedJob(plan Plan, prog Progress, cfg Config, now time.Time, part string,
 // checkPods fails a running job whose pods cannot start within the pod
 // timeout, and ends a task whose pod was not scheduled within
 // TESK_MAX_QUEUE_SECONDS.
-func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time, part string, job *batchv1.Job, state string) Plan {
+func checkPods(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now time.Time, part string, job *batchv1.Job, state string) Plan {
 	pods := podsOfJob(obs.Pods, job.Name)
 	queued := false
 	for _, pod := range pods {
@@ -67,7 +67,7 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 				if taskmeta.IsFilerPart(part) || ranBefore(job, pods) {
 					return failJob(plan, prog, part, msg, state)
 				}
-				next := prog.withEnded(part, msg)
+				next := prog.WithEnded(part, msg)
 				plan.Progress = &next
 				plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: msg})
 				return stop(plan, next, cfg, tesv1.StateSystemError, msg)
@@ -83,9 +83,9 @@ func checkPods(plan Plan, prog Progress, obs Observed, cfg Config, now time.Time
 
 // failJob fails a part's job, recorded first: in doubt (the patch got an
 // error, then the job failed on its own), the task stops all the same.
-func failJob(plan Plan, prog Progress, part, reason, state string) Plan {
+func failJob(plan Plan, prog taskmeta.Progress, part, reason, state string) Plan {
 	if !prog.IsFailing(part) {
-		next := prog.withFailing(part)
+		next := prog.WithFailing(part)
 		plan.Progress = &next
 	}
 	plan.Actions = append(plan.Actions, Action{Kind: FailJob, Part: part, Reason: reason})

@@ -229,9 +229,9 @@ func (f *fakeAPI) anchor() *corev1.ConfigMap {
 	return cm
 }
 
-func (f *fakeAPI) progress() Progress {
+func (f *fakeAPI) progress() taskmeta.Progress {
 	f.t.Helper()
-	p, err := ParseProgress(f.anchor().Annotations[taskmeta.AnnotationProgress])
+	p, err := taskmeta.ParseProgress(f.anchor().Annotations[taskmeta.AnnotationProgress])
 	if err != nil {
 		f.t.Fatal(err)
 	}

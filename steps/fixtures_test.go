@@ -79,17 +79,17 @@ var fullParts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "e
 
 // progressOf is a progress record with the given parts started, the last of
 // them recorded by event ev at time at.
-func progressOf(parts []string, ev string, at time.Time, started ...string) Progress {
-	p := Progress{Parts: parts, Started: started}
+func progressOf(parts []string, ev string, at time.Time, started ...string) taskmeta.Progress {
+	p := taskmeta.Progress{Parts: parts, Started: started}
 	if len(started) > 0 {
-		p.Last = &Batch{Event: ev, At: at, Parts: started[len(started)-1:]}
+		p.Last = &taskmeta.Batch{Event: ev, At: at, Parts: started[len(started)-1:]}
 	}
 	return p
 }
 
 // anchorWith is the task's anchor with the given progress and extra
 // annotations (key, value pairs).
-func anchorWith(p *Progress, kv ...string) metav1.ObjectMeta {
+func anchorWith(p *taskmeta.Progress, kv ...string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Name:              testTask,
 		Namespace:         testNS,

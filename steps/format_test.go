@@ -136,7 +136,7 @@ func TestReadsRecordFormat1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := ParseProgress(after.Annotations[taskmeta.AnnotationProgress])
+	prog, err := taskmeta.ParseProgress(after.Annotations[taskmeta.AnnotationProgress])
 	if err != nil || !prog.IsDone("ex-01") || !slices.Contains(prog.Started, taskmeta.PartOutputsFiler) {
 		t.Errorf("progress after the step %+v (%v), want ex-01 done and the outputs filer started", prog, err)
 	}

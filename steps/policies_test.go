@@ -13,7 +13,7 @@ import (
 // The policies of Decide, each with its own table. The cases cite
 // docs/behaviour.md.
 
-func endedAt(p *Progress, state string, at time.Time, kv ...string) metav1.ObjectMeta {
+func endedAt(p *taskmeta.Progress, state string, at time.Time, kv ...string) metav1.ObjectMeta {
 	return anchorWith(p, append([]string{taskmeta.AnnotationState, state, taskmeta.AnnotationEnded, at.Format(time.RFC3339)}, kv...)...)
 }
 
@@ -115,7 +115,7 @@ func TestSubmissionPolicy(t *testing.T) {
 
 func TestRejectedPVCPolicy(t *testing.T) {
 	prog := progressOf(fullParts, "ev-1", ago(time.Second), taskmeta.PartPVC, taskmeta.PartInputsFiler).
-		withEnded(taskmeta.PartPVC, "Creating the task's volume claim was rejected: exceeded quota")
+		WithEnded(taskmeta.PartPVC, "Creating the task's volume claim was rejected: exceeded quota")
 	runDecideCases(t, []decideCase{
 		{
 			name: "behaviour §8.6: a claim the API server rejected stops the task at once, also on a redelivery of the event that recorded it",
@@ -132,16 +132,16 @@ func TestRejectedPVCPolicy(t *testing.T) {
 
 func TestCancelPolicy(t *testing.T) {
 	parts := []string{"ex-00", "ex-01"}
-	deleted := func(part string) Progress {
-		return progressOf(parts, "ev-1", ago(time.Hour), part).withEnded(part, "Task cancelled")
+	deleted := func(part string) taskmeta.Progress {
+		return progressOf(parts, "ev-1", ago(time.Hour), part).WithEnded(part, "Task cancelled")
 	}
 	stuck := deleting(running("ex-00"))
 	stuck.DeletionTimestamp = ptr(metav1.NewTime(ago(DefaultPodTimeout)))
 	recent := deleting(running("ex-00"))
 	recent.DeletionTimestamp = ptr(metav1.NewTime(ago(DefaultPodTimeout - time.Second)))
-	kept := deleted("ex-00").withKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
+	kept := deleted("ex-00").WithKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
 	keptPVC := progressOf(append([]string{taskmeta.PartPVC}, parts...), "ev-1", ago(time.Hour), taskmeta.PartPVC, "ex-00").
-		withEnded("ex-00", "Task cancelled").withKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
+		WithEnded("ex-00", "Task cancelled").WithKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (forbidden); it is kept")
 	runDecideCases(t, []decideCase{
 		{
 			name:  "behaviour §8.3: a deleted job whose pods are still going is waited for: CANCELING",
@@ -187,8 +187,8 @@ func TestCancelPolicy(t *testing.T) {
 func TestEndedPartPolicy(t *testing.T) {
 	parts := []string{"ex-00", "ex-01"}
 	msg := "Pod 'p' of job 'task-1234abcd-ex-00' wasn't scheduled within 600 s: 0/1 nodes are available"
-	ended := progressOf(parts, "ev-1", ago(time.Hour), "ex-00").withEnded("ex-00", msg)
-	kept := ended.withKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (denied by policy); it is kept")
+	ended := progressOf(parts, "ev-1", ago(time.Hour), "ex-00").WithEnded("ex-00", msg)
+	kept := ended.WithKept("ex-00", "Deleting job 'task-1234abcd-ex-00' was rejected (denied by policy); it is kept")
 	runDecideCases(t, []decideCase{
 		{
 			name:    "behaviour §1.13: a job the service ended that still runs is deleted again",

@@ -195,7 +195,7 @@ func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
 	if anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled || anchor.Annotations[taskmeta.AnnotationState] != "" {
 		return "", false
 	}
-	prog, err := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	prog, err := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
 	if err != nil || !prog.IsDone(part) {
 		return "", false
 	}
@@ -321,7 +321,7 @@ func (r *Runner) getJob(ctx context.Context, ns, name string) (*batchv1.Job, err
 // and the task's pods when asked for.
 func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options, hinted map[string]*batchv1.Job) (Observed, error) {
 	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec, Jobs: map[string]*batchv1.Job{}}
-	prog, _ := ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	prog, _ := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
 	if t, part, ok := taskmeta.SplitJobName(opts.GoneJob); ok && t == anchor.Name {
 		obs.Gone = part
 	}

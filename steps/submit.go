@@ -1,6 +1,9 @@
 package steps
 
-import "github.com/elixir-cloud-aai/tesk-knative/tesv1"
+import (
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
 
 // submission starts a task: its whole sequence of parts is recorded. A task
 // that can never run ends at once with SYSTEM_ERROR and why (behaviour §1.1,
@@ -22,7 +25,7 @@ func submission(plan Plan, obs Observed) (Plan, bool) {
 		plan.State = tesv1.StateSystemError
 		return plan, false
 	}
-	prog := Progress{Parts: Parts(obs.Spec)}
+	prog := taskmeta.Progress{Parts: Parts(obs.Spec)}
 	plan.Progress = &prog
 	return plan, true
 }

@@ -263,7 +263,7 @@ func sweepTask(meta metav1.ObjectMeta, jobs []sweptJob, pods []*corev1.Pod, cfg 
 	plan := Decide(obs, cfg, now)
 	t := sweptTask{state: viewState(plan), step: created, due: plan.Progress != nil || len(plan.Actions) > 0 || plan.Final != nil}
 	if !IsFinalState(t.state) {
-		if prog, err := ParseProgress(meta.Annotations[taskmeta.AnnotationProgress]); err == nil && prog.Last != nil {
+		if prog, err := taskmeta.ParseProgress(meta.Annotations[taskmeta.AnnotationProgress]); err == nil && prog.Last != nil {
 			t.step = prog.Last.At
 		}
 	}

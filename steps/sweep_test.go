@@ -45,7 +45,7 @@ func sweptAs(task string, created time.Time, s swept) swept {
 // the tasks by the state GET /tasks/{id} gives them, the time of the oldest
 // last step of each state that has one, and the tasks due.
 func TestSweepPageCounts(t *testing.T) {
-	started := func(at time.Time, parts ...string) *Progress {
+	started := func(at time.Time, parts ...string) *taskmeta.Progress {
 		p := progressOf(fullParts, "ev", at, parts...)
 		return &p
 	}

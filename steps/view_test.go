@@ -39,7 +39,7 @@ func runningPod(part string, created, startedAt time.Time) *corev1.Pod {
 func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func TestBuildViewStates(t *testing.T) {
-	started := func(parts ...string) *Progress {
+	started := func(parts ...string) *taskmeta.Progress {
 		p := progressOf(fullParts, "ev", ago(10*time.Minute), parts...)
 		return &p
 	}

@@ -1,8 +1,11 @@
 package taskmeta
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // JobStatus is a job's state as its conditions give it (behaviour §1.10): Failed
@@ -85,4 +88,68 @@ func Unschedulable(pod *corev1.Pod) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// IsMarkedFailed reports whether Kubernetes has marked the job Failed, which
+// it does only once the job's pods have ended (after FailureTarget).
+func IsMarkedFailed(j *batchv1.Job) bool {
+	return HasCondition(j, batchv1.JobFailed)
+}
+
+// FailureSince is when the job first counted as failed.
+func FailureSince(j *batchv1.Job) (time.Time, bool) {
+	var t time.Time
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) {
+			if t.IsZero() || c.LastTransitionTime.Time.Before(t) {
+				t = c.LastTransitionTime.Time
+			}
+		}
+	}
+	return t, !t.IsZero()
+}
+
+func HasCondition(j *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// EndedByService reports whether the service failed the job itself (a pod
+// that could not start, or was not scheduled in time): such a job stops the
+// task even when its executor ignores errors, as its container may never have
+// run. activeDeadlineSeconds 1 is the mark, also of a job failed by an
+// earlier release.
+func EndedByService(j *batchv1.Job) bool {
+	if _, ok := j.Annotations[AnnotationFailed]; ok {
+		return true
+	}
+	return j.Spec.ActiveDeadlineSeconds != nil && *j.Spec.ActiveDeadlineSeconds == 1
+}
+
+// FailedAt is when the service failed the job, if it did.
+func FailedAt(j *batchv1.Job) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, j.Annotations[AnnotationFailedAt])
+	return t, err == nil
+}
+
+// IgnoresErrors reports whether the executor's job has ignore-error: "true".
+func IgnoresErrors(j *batchv1.Job) bool {
+	return j.Annotations[AnnotationIgnoreError] == "true"
+}
+
+// IsGone reports whether the job is being deleted.
+func IsGone(j *batchv1.Job) bool { return j.DeletionTimestamp != nil }
+
+// OwnedBy reports whether the job belongs to the task's anchor.
+func OwnedBy(j *batchv1.Job, anchor types.UID) bool {
+	for _, o := range j.OwnerReferences {
+		if o.UID == anchor {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,9 @@
-// Package taskmeta is the vocabulary that the event decoder and the steps
-// share: the labels and annotations of a task's objects, their names, a
-// job's status as its conditions give it, and why a pending pod is stuck. It
-// depends on nothing of the project.
+// Package taskmeta is the task's model as the cluster holds it, shared by the
+// event decoder, the handler's steps, the sweep and the TES API: the names,
+// labels and annotations of a task's objects; the anchor (built, recognised,
+// cancelled, its record format); the progress record on it; a job's status
+// and marks as its conditions and annotations give them; and why a pending
+// pod is stuck. It depends on nothing of the project.
 package taskmeta
 
 import (

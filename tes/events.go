@@ -237,7 +237,7 @@ type stepTimes struct {
 // container started, to its end.
 func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, events []TaskEvent) []TaskStep {
 	id := anchor.Name
-	prog, _ := steps.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	prog, _ := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
 	ended, _ := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded])
 	finalState := anchor.Annotations[taskmeta.AnnotationState]
 

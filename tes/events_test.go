@@ -71,7 +71,7 @@ func taskEvent(sec int, reason, msg string) TaskEvent {
 func TestTimelineOfACompleteTask(t *testing.T) {
 	const id = "task-1"
 	parts := []string{"pvc", "inputs-filer", "ex-00", "ex-01", "outputs-filer"}
-	prog := steps.Progress{Parts: parts, Started: parts, Done: parts[1:]}
+	prog := taskmeta.Progress{Parts: parts, Started: parts, Done: parts[1:]}
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{
 		taskmeta.AnnotationProgress: prog.String(), taskmeta.AnnotationEnded: iso(60), taskmeta.AnnotationState: tesv1.StateComplete}}
 	var jobs []batchv1.Job
@@ -113,7 +113,7 @@ func TestTimelineOfACompleteTask(t *testing.T) {
 func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 	const id = "task-1"
 	parts := []string{"ex-00", "ex-01", "ex-02"}
-	prog := steps.Progress{Parts: parts, Started: parts[:2], Done: parts[:1]}
+	prog := taskmeta.Progress{Parts: parts, Started: parts[:2], Done: parts[:1]}
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}}
 	j0 := complete(job(id, "ex-00", 0), 5)
 	j1 := job(id, "ex-01", 6)
@@ -130,7 +130,7 @@ func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 	if got := Timeline(anchor, []batchv1.Job{j0, j1}, pods, nil); got[1].Status != StepRunning || got[1].Started != iso(8) {
 		t.Errorf("running: %+v", got[1])
 	}
-	prog.Ended = []steps.EndedRecord{{Part: "ex-01", Reason: "the task was cancelled"}}
+	prog.Ended = []taskmeta.EndedRecord{{Part: "ex-01", Reason: "the task was cancelled"}}
 	anchor.Annotations[taskmeta.AnnotationProgress] = prog.String()
 	anchor.Annotations[taskmeta.AnnotationEnded] = iso(20)
 	anchor.Annotations[taskmeta.AnnotationState] = tesv1.StateCanceled
@@ -151,7 +151,7 @@ func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 // put its start before its creation.
 func TestTimelineFailedExecutor(t *testing.T) {
 	const id = "task-1"
-	prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+	prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}}
 	j := job(id, "ex-00", 0)
 	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: at(9)}}
@@ -174,7 +174,7 @@ func TestTaskEventsEndpoint(t *testing.T) {
 	hs := httptest.NewServer(s.Echo())
 	defer hs.Close()
 	ctx := context.Background()
-	prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+	prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "task-1", Namespace: "tes", CreationTimestamp: at(0),
 		Labels:      map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelCreator: "alice"},
 		Annotations: map[string]string{taskmeta.AnnotationCreator: "alice", taskmeta.AnnotationProgress: prog.String()}}}

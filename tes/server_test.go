@@ -454,7 +454,7 @@ func TestTaskLogFromJobsAndPods(t *testing.T) {
 	id := body["id"].(string)
 	ctx := context.Background()
 	cm, _ := a.client.CoreV1().ConfigMaps("tes").Get(ctx, id, metaGet)
-	prog := steps.Progress{Parts: []string{"ex-00", "ex-01", "ex-02"}, Started: []string{"ex-00", "ex-01", "ex-02"}, Done: []string{"ex-00", "ex-01"}}
+	prog := taskmeta.Progress{Parts: []string{"ex-00", "ex-01", "ex-02"}, Started: []string{"ex-00", "ex-01", "ex-02"}, Done: []string{"ex-00", "ex-01"}}
 	cm.Annotations[taskmeta.AnnotationProgress] = prog.String()
 	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -554,7 +554,7 @@ func (a *apiTest) startExecutor(id string, pod corev1.PodStatus) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+	prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
 	cm.Annotations[taskmeta.AnnotationProgress] = prog.String()
 	if _, err := a.client.CoreV1().ConfigMaps("tes").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		a.t.Fatal(err)

@@ -598,7 +598,7 @@ func createWaitingTasks(ctx context.Context, c *cluster.Cluster, ns string, from
 			defer wg.Done()
 			for i := range idx {
 				task := fmt.Sprintf("wait-%05d", i)
-				prog := steps.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+				prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
 				cm, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 					ObjectMeta: metav1.ObjectMeta{Name: task, Labels: map[string]string{taskmeta.LabelTask: task},
 						Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}},

@@ -43,7 +43,7 @@ func TestTaskCompletesPastIgnoredError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the failed executor's job is not kept: %v", err)
 	}
-	if !steps.IsMarkedFailed(failed) {
+	if !taskmeta.IsMarkedFailed(failed) {
 		t.Errorf("job %s: conditions %v, want Failed", failed.Name, failed.Status.Conditions)
 	}
 	out, err := e.job(task + "-outputs-filer")

@@ -44,7 +44,7 @@ func (e *env) checkFailedByService(name string) {
 	e.t.Helper()
 	e.waitFor("job "+name+" to be marked Failed", 20*time.Second, func() bool {
 		j, err := e.job(name)
-		return err == nil && steps.IsMarkedFailed(j)
+		return err == nil && taskmeta.IsMarkedFailed(j)
 	})
 	j, err := e.job(name)
 	if err != nil {

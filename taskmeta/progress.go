@@ -1,12 +1,10 @@
-package steps
+package taskmeta
 
 import (
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
 // Progress is the task's record on its anchor. A part is added to Started
@@ -55,7 +53,7 @@ func ParseProgress(s string) (Progress, error) {
 		return p, nil
 	}
 	if err := json.Unmarshal([]byte(s), &p); err != nil {
-		return p, fmt.Errorf("annotation %s: %w", taskmeta.AnnotationProgress, err)
+		return p, fmt.Errorf("annotation %s: %w", AnnotationProgress, err)
 	}
 	return p, nil
 }
@@ -88,13 +86,13 @@ func reasonOf(records []EndedRecord, part string) (string, bool) {
 	return "", false
 }
 
-// inLastBatch reports whether the part was recorded by the given event.
-func (p Progress) inLastBatch(part, event string) bool {
+// InLastBatch reports whether the part was recorded by the given event.
+func (p Progress) InLastBatch(part, event string) bool {
 	return p.Last != nil && event != "" && p.Last.Event == event && slices.Contains(p.Last.Parts, part)
 }
 
-// withStarted returns the record with parts started by an event.
-func (p Progress) withStarted(event string, now time.Time, parts ...string) Progress {
+// WithStarted returns the record with parts started by an event.
+func (p Progress) WithStarted(event string, now time.Time, parts ...string) Progress {
 	q := p.clone()
 	for _, part := range parts {
 		if !q.IsStarted(part) {
@@ -108,8 +106,8 @@ func (p Progress) withStarted(event string, now time.Time, parts ...string) Prog
 // IsFailing reports whether the service set out to fail a part's job.
 func (p Progress) IsFailing(part string) bool { return slices.Contains(p.Failing, part) }
 
-// withFailing returns the record with a job the service sets out to fail.
-func (p Progress) withFailing(part string) Progress {
+// WithFailing returns the record with a job the service sets out to fail.
+func (p Progress) WithFailing(part string) Progress {
 	q := p.clone()
 	if !q.IsFailing(part) {
 		q.Failing = append(q.Failing, part)
@@ -122,15 +120,15 @@ func (p Progress) withFailing(part string) Progress {
 func (p Progress) Running() []string {
 	var parts []string
 	for _, part := range p.Started {
-		if part != taskmeta.PartPVC && !p.IsDone(part) {
+		if part != PartPVC && !p.IsDone(part) {
 			parts = append(parts, part)
 		}
 	}
 	return parts
 }
 
-// withDone returns the record with parts done.
-func (p Progress) withDone(parts ...string) Progress {
+// WithDone returns the record with parts done.
+func (p Progress) WithDone(parts ...string) Progress {
 	q := p.clone()
 	for _, part := range parts {
 		if !q.IsDone(part) {
@@ -140,8 +138,8 @@ func (p Progress) withDone(parts ...string) Progress {
 	return q
 }
 
-// withEnded returns the record with a part the service ends.
-func (p Progress) withEnded(part, reason string) Progress {
+// WithEnded returns the record with a part the service ends.
+func (p Progress) WithEnded(part, reason string) Progress {
 	q := p.clone()
 	if _, ok := q.EndedReason(part); !ok {
 		q.Ended = append(q.Ended, EndedRecord{Part: part, Reason: reason})
@@ -149,8 +147,8 @@ func (p Progress) withEnded(part, reason string) Progress {
 	return q
 }
 
-// withKept returns the record with a job whose deletion was rejected.
-func (p Progress) withKept(part, reason string) Progress {
+// WithKept returns the record with a job whose deletion was rejected.
+func (p Progress) WithKept(part, reason string) Progress {
 	q := p.clone()
 	if _, ok := q.KeptReason(part); !ok {
 		q.Kept = append(q.Kept, EndedRecord{Part: part, Reason: reason})
