@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/fixture"
 )
 
 // teskTask is the task of testdata/tesk-taskmaster-task.yaml, run by TESK's
@@ -30,37 +29,9 @@ const teskTask = "task-7c1a9e42"
 // TESK's API and taskmaster create them, in the namespace "tesk".
 func teskObjects(t *testing.T) []runtime.Object {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/tesk-taskmaster-task.yaml")
+	objs, err := fixture.Objects("../testdata/tesk-taskmaster-task.yaml", "")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var list corev1.List
-	if err := yaml.UnmarshalStrict(b, &list); err != nil {
-		t.Fatal(err)
-	}
-	var objs []runtime.Object
-	for _, item := range list.Items {
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(item.Raw, &tm); err != nil {
-			t.Fatal(err)
-		}
-		var o runtime.Object
-		switch tm.Kind {
-		case "ConfigMap":
-			o = &corev1.ConfigMap{}
-		case "Job":
-			o = &batchv1.Job{}
-		case "PersistentVolumeClaim":
-			o = &corev1.PersistentVolumeClaim{}
-		case "Pod":
-			o = &corev1.Pod{}
-		default:
-			t.Fatalf("testdata: unexpected kind %q", tm.Kind)
-		}
-		if err := json.Unmarshal(item.Raw, o); err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, o)
 	}
 	return objs
 }

@@ -1,9 +1,7 @@
 package steps
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/fixture"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -26,35 +24,20 @@ const format1Task = "task-0f1e2d3c"
 // jobs as the record format 1 writes them, frozen.
 func loadFormat1(t *testing.T) (*corev1.ConfigMap, []*batchv1.Job) {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/anchor-format-1.yaml")
+	objs, err := fixture.Objects("../testdata/anchor-format-1.yaml", "")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var list corev1.List
-	if err := yaml.UnmarshalStrict(b, &list); err != nil {
 		t.Fatal(err)
 	}
 	var cm *corev1.ConfigMap
 	var jobs []*batchv1.Job
-	for _, item := range list.Items {
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(item.Raw, &tm); err != nil {
-			t.Fatal(err)
-		}
-		switch tm.Kind {
-		case "ConfigMap":
-			cm = &corev1.ConfigMap{}
-			if err := json.Unmarshal(item.Raw, cm); err != nil {
-				t.Fatal(err)
-			}
-		case "Job":
-			j := &batchv1.Job{}
-			if err := json.Unmarshal(item.Raw, j); err != nil {
-				t.Fatal(err)
-			}
-			jobs = append(jobs, j)
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			cm = o
+		case *batchv1.Job:
+			jobs = append(jobs, o)
 		default:
-			t.Fatalf("testdata: unexpected kind %q", tm.Kind)
+			t.Fatalf("testdata: unexpected %T", o)
 		}
 	}
 	if cm == nil || cm.Name != format1Task || len(jobs) != 3 {

@@ -2,17 +2,14 @@ package tes
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/fixture"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -24,42 +21,24 @@ const format1Task = "task-0f1e2d3c"
 // with the anchor changed by edit.
 func (a *apiTest) loadFormat1(edit func(*corev1.ConfigMap)) {
 	a.t.Helper()
-	b, err := os.ReadFile("../testdata/anchor-format-1.yaml")
+	a.load("../testdata/anchor-format-1.yaml", edit)
+}
+
+// load puts a fixture's objects (internal/fixture) into the API's
+// namespace, each anchor changed by edit, and gives the server a metadata
+// client holding them.
+func (a *apiTest) load(path string, edit func(*corev1.ConfigMap)) {
+	a.t.Helper()
+	objs, err := fixture.Objects(path, "tes")
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	var list corev1.List
-	if err := yaml.UnmarshalStrict(b, &list); err != nil {
-		a.t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, item := range list.Items {
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(item.Raw, &tm); err != nil {
-			a.t.Fatal(err)
+	for _, o := range objs {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			edit(cm)
 		}
-		switch tm.Kind {
-		case "ConfigMap":
-			var cm corev1.ConfigMap
-			if err := json.Unmarshal(item.Raw, &cm); err != nil {
-				a.t.Fatal(err)
-			}
-			cm.Namespace = "tes"
-			edit(&cm)
-			if _, err := a.client.CoreV1().ConfigMaps("tes").Create(ctx, &cm, metav1.CreateOptions{}); err != nil {
-				a.t.Fatal(err)
-			}
-		case "Job":
-			var j batchv1.Job
-			if err := json.Unmarshal(item.Raw, &j); err != nil {
-				a.t.Fatal(err)
-			}
-			j.Namespace = "tes"
-			if _, err := a.client.BatchV1().Jobs("tes").Create(ctx, &j, metav1.CreateOptions{}); err != nil {
-				a.t.Fatal(err)
-			}
-		default:
-			a.t.Fatalf("testdata: unexpected kind %q", tm.Kind)
+		if err := a.client.Tracker().Add(o); err != nil {
+			a.t.Fatal(err)
 		}
 	}
 	a.withMetadata()
