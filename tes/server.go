@@ -204,7 +204,7 @@ func (c Caller) mayAccess(meta metav1.ObjectMeta) bool {
 func (s *Server) serviceInfo(c echo.Context) error {
 	info := s.Config.Info
 	info.Type = tesv1.ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
-	info.TesResourcesBackendParameters = append([]string{}, SupportedBackendParameters...)
+	info.TesResourcesBackendParameters = s.Config.Steps.BackendParameters.Keys()
 	info.Storage = s.storage()
 	return c.JSON(http.StatusOK, info)
 }
@@ -268,8 +268,12 @@ func (s *Server) create(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	if dropped := dropUnsupported(t.Resources); len(dropped) > 0 {
-		s.Log.Warnw("Unsupported backend parameters left out", "keys", dropped)
+	ignored, err := CheckBackendParameters(t, s.Config.Steps.BackendParameters)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if len(ignored) > 0 {
+		s.Log.Warnw("Unsupported backend parameters left out", "keys", ignored)
 	}
 	caller := callerOf(c)
 	opts := s.Config.Convert
@@ -286,6 +290,7 @@ func (s *Server) create(c echo.Context) error {
 		if err != nil {
 			return s.fail(c, err)
 		}
+		noteIgnored(cm, ignored)
 		err = retry.OnError(steps.DefaultBackoff, steps.IsTransient, func() error {
 			_, err := s.Client.CoreV1().ConfigMaps(s.Config.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 			return err
