@@ -53,7 +53,10 @@ func (e *RefusedFieldError) Error() string {
 }
 
 // Admit checks every executor's job spec against the allow-list for
-// namespace ns: the first field it refuses is the error.
+// namespace ns: the first field it refuses is the error. Then the task's
+// backend parameters: each must be enabled, with a value allowed, by the
+// operator's configuration as it is now (BACKEND_PARAMETERS), which may have
+// changed since the TES API accepted them.
 func Admit(t *taskspec.Task, ns string, cfg Config) error {
 	for i := range t.Executors {
 		orig := &t.Executors[i]
@@ -62,6 +65,9 @@ func Admit(t *taskspec.Task, ns string, cfg Config) error {
 			continue
 		}
 		return &RefusedFieldError{Executor: i, Field: field, Value: value, Why: refusalHint(field, cfg)}
+	}
+	if _, err := cfg.BackendParameters.Resolve(t.Resources.BackendParameters); err != nil {
+		return err
 	}
 	return nil
 }

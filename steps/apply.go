@@ -142,8 +142,15 @@ func (st *step) needSpec(ctx context.Context, part string) (*taskspec.Task, step
 	}
 	spec, err := st.r.anchorSpec(st.anchor)
 	if err != nil {
-		st.r.log(ctx).Errorw("The task cannot be read; it stops", "task", st.a.Name, "error", err)
-		next, err := st.endPart(ctx, part, fmt.Sprintf("The task cannot be read: %v", err), false)
+		// A task refused now (a setting changed since it started: the
+		// executor secret, the backend parameters) stops as one that
+		// cannot be read.
+		reason := fmt.Sprintf("The task cannot be read: %v", err)
+		if errors.Is(err, errRefused) {
+			reason = capitalize(err.Error())
+		}
+		st.r.log(ctx).Errorw("The task cannot be read or is refused; it stops", "task", st.a.Name, "error", err)
+		next, err := st.endPart(ctx, part, reason, false)
 		return nil, next, err
 	}
 	st.r.logWarnings(ctx, st.a.Name, spec)
@@ -178,7 +185,7 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		}
 		job = BuildExecutorJob(st.a, spec, i, st.r.Config)
 	} else {
-		job = BuildFilerJob(st.a, act.Part, st.r.Config)
+		job = BuildFilerJob(st.a, act.Part, spec, st.r.Config)
 	}
 	err = st.r.call(ctx, func(ctx context.Context) error {
 		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Create(ctx, job, metav1.CreateOptions{})

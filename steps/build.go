@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -84,7 +85,8 @@ func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeCl
 // (admitted by Admit), named and labelled as TESK's, owned by the anchor,
 // with the task volume and the executor secret mounted, requests as limits
 // where limits are missing, the executor backoff limit, the executors'
-// ServiceAccount without its token, and the executors' security context.
+// ServiceAccount without its token, the executors' security context, and
+// the placement, GPUs and identity its backend parameters ask for.
 func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
 	j := t.Executors[i].DeepCopy()
 	j.TypeMeta = metav1.TypeMeta{}
@@ -134,7 +136,22 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 			ps.Containers[k].VolumeMounts = append(ps.Containers[k].VolumeMounts, mounts...)
 		}
 	}
+	taskPods(t, cfg).ApplyExecutor(ps)
 	return j
+}
+
+// taskPods is what a task's backend parameters make of its pods. The task
+// was admitted (Admit) with the same configuration, so its parameters
+// resolve; nothing is placed for a task that was not.
+func taskPods(t *taskspec.Task, cfg Config) backendparams.Pods {
+	if t == nil {
+		return backendparams.Pods{}
+	}
+	p, err := cfg.BackendParameters.Resolve(t.Resources.BackendParameters)
+	if err != nil {
+		return backendparams.Pods{}
+	}
+	return p
 }
 
 // taskPodIdentity runs a task's pod as the task pods' ServiceAccount,
@@ -216,9 +233,11 @@ func UserSecretName(prefix, subject string) string {
 
 // BuildFilerJob is the inputs or outputs filer's job (part taskmeta.PartInputsFiler or
 // taskmeta.PartOutputsFiler). It mounts the whole task volume below
-// taskspec.FilerTaskDir, reads the task from the anchor ConfigMap, and gets
-// the filer's environment and secrets (behaviour §3).
-func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
+// taskspec.FilerTaskDir, reads the task from the anchor ConfigMap, gets
+// the filer's environment and secrets (behaviour §3), and runs in the
+// zones the task's backend parameters name (t, admitted by Admit; nil:
+// anywhere).
+func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job {
 	mode := strings.TrimSuffix(part, "-filer")
 	args := []string{mode, "--file", path.Join(jsonMountPath, taskspec.ConfigMapKey)}
 	if cfg.Debug {
@@ -324,6 +343,7 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 	}
 	// The filer reads the task from its mounted anchor: it needs no token.
 	taskPodIdentity(&j.Spec.Template.Spec, cfg)
+	taskPods(t, cfg).ApplyTask(&j.Spec.Template.Spec)
 	return j
 }
 

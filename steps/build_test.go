@@ -212,7 +212,7 @@ func TestBuildFilerJob(t *testing.T) {
 		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
 			cfg := DefaultConfig()
 			cfg.FilerName, cfg.FilerVersion = "example.org/filer", "0.11.0"
-			j := BuildFilerJob(testAnchor, part, cfg)
+			j := BuildFilerJob(testAnchor, part, nil, cfg)
 			if j.Name != testTask+"-"+part || j.Namespace != testNS {
 				t.Errorf("job %s/%s", j.Namespace, j.Name)
 			}
@@ -266,7 +266,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Options: --pull-policy-always pulls the filer on every start", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.PullPolicyAlways = true
-		if p := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0].ImagePullPolicy; p != corev1.PullAlways {
+		if p := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec.Containers[0].ImagePullPolicy; p != corev1.PullAlways {
 			t.Errorf("pull policy %s", p)
 		}
 	})
@@ -274,7 +274,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("Options: --debug also debugs the filer", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Debug = true
-		c := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec.Containers[0]
+		c := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, nil, cfg).Spec.Template.Spec.Containers[0]
 		if c.Args[0] != "--debug" {
 			t.Errorf("args %v", c.Args)
 		}
@@ -286,7 +286,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("behaviour §3: FILER_BACKOFF_LIMIT sets the filer's backoffLimit", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FilerBackoffLimit = ptr(int32(5))
-		j := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg)
+		j := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg)
 		wantInt32(t, "backoffLimit", j.Spec.BackoffLimit, 5)
 		*cfg.FilerBackoffLimit = 6
 		wantInt32(t, "backoffLimit after the config changed", j.Spec.BackoffLimit, 5)
@@ -294,12 +294,12 @@ func TestBuildFilerJob(t *testing.T) {
 
 	t.Run("behaviour §3: FILER_PARALLELISM is passed on when set", func(t *testing.T) {
 		cfg := DefaultConfig()
-		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec.Containers[0])
 		if v, ok := env["FILER_PARALLELISM"]; ok {
 			t.Errorf("unset, the filer still gets FILER_PARALLELISM=%q", v.Value)
 		}
 		cfg.FilerParallelism = 12
-		env = envOf(BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env = envOf(BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, nil, cfg).Spec.Template.Spec.Containers[0])
 		if env["FILER_PARALLELISM"].Value != "12" {
 			t.Errorf("FILER_PARALLELISM = %q, want 12", env["FILER_PARALLELISM"].Value)
 		}
@@ -310,7 +310,7 @@ func TestBuildFilerJob(t *testing.T) {
 		cfg.FilerHTTPTimeout = "30"
 		cfg.FTPHosts = "ftp.example.org,ftp2.example.org"
 		cfg.HostBasePath, cfg.ContainerBasePath = "/mnt/host", "/transfer"
-		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec.Containers[0])
 		for k, v := range map[string]string{
 			"FILER_HTTP_TIMEOUT": "30", "TESK_FTP_HOSTS": "ftp.example.org,ftp2.example.org",
 			"HOST_BASE_PATH": "/mnt/host", "CONTAINER_BASE_PATH": "/transfer",
@@ -323,7 +323,7 @@ func TestBuildFilerJob(t *testing.T) {
 	})
 
 	t.Run("behaviour §3: unset settings are not passed", func(t *testing.T) {
-		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, DefaultConfig()).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, DefaultConfig()).Spec.Template.Spec.Containers[0])
 		for _, k := range []string{"TESK_FTP_USERNAME", "TESK_FTP_PASSWORD", "TESK_FTP_HOSTS", "HOST_BASE_PATH", "CONTAINER_BASE_PATH", "NETRC", "DEBUG"} {
 			if _, ok := env[k]; ok {
 				t.Errorf("%s passed: %+v", k, env[k])
@@ -337,7 +337,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("behaviour §3: with TESK_FTP_SECRET_NAME the FTP credentials are references to the secret", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FTPUsername, cfg.FTPPassword, cfg.FTPSecretName = "alice", "s3cret", "ftp-secret"
-		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec.Containers[0])
 		for k, key := range map[string]string{"TESK_FTP_USERNAME": "username", "TESK_FTP_PASSWORD": "password"} {
 			e := env[k]
 			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
@@ -350,7 +350,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("behaviour §3: without TESK_FTP_SECRET_NAME the FTP credentials are values", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.FTPUsername, cfg.FTPPassword = "alice", "s3cret"
-		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec.Containers[0])
+		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec.Containers[0])
 		if env["TESK_FTP_USERNAME"].Value != "alice" || env["TESK_FTP_PASSWORD"].Value != "s3cret" {
 			t.Errorf("env %+v", env)
 		}
@@ -359,7 +359,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("behaviour §3: NETRC_SECRET_NAME is mounted and pointed to", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.NetrcSecretName = "my-netrc"
-		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec
 		if envOf(ps.Containers[0])["NETRC"].Value != "/netrc/.netrc" {
 			t.Errorf("NETRC %+v", envOf(ps.Containers[0])["NETRC"])
 		}
@@ -369,7 +369,7 @@ func TestBuildFilerJob(t *testing.T) {
 	})
 
 	t.Run("behaviour §3: the secret aws-secret is mounted if it exists", func(t *testing.T) {
-		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, DefaultConfig()).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, nil, DefaultConfig()).Spec.Template.Spec
 		if !hasMount(ps.Containers[0], "aws-secret", "/aws", true) || !hasSecretVolume(ps, "aws-secret", "aws-secret", true) {
 			t.Errorf("aws-secret volume missing or not optional: %+v", ps.Volumes)
 		}
@@ -378,7 +378,7 @@ func TestBuildFilerJob(t *testing.T) {
 	t.Run("behaviour §3: TRANSFER_PVC_NAME is mounted, writable, at CONTAINER_BASE_PATH", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.TransferPVCName, cfg.ContainerBasePath, cfg.HostBasePath = "transfer-pvc", "/transfer", "/mnt/host"
-		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec
 		if !hasMount(ps.Containers[0], "transfer", "/transfer", false) {
 			t.Errorf("mounts %+v", ps.Containers[0].VolumeMounts)
 		}
@@ -394,7 +394,7 @@ func TestBuildFilerJob(t *testing.T) {
 	})
 
 	t.Run("behaviour §3: the filer's default security contexts", func(t *testing.T) {
-		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, DefaultConfig()).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, DefaultConfig()).Spec.Template.Spec
 		if !reflect.DeepEqual(ps.SecurityContext, DefaultFilerPodSecurityContext()) {
 			t.Errorf("pod security context %+v", ps.SecurityContext)
 		}
@@ -413,7 +413,7 @@ func TestBuildFilerJob(t *testing.T) {
 		if len(issues) != 0 {
 			t.Fatalf("issues %v", issues)
 		}
-		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec
+		ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec
 		if ps.SecurityContext != nil || ps.Containers[0].SecurityContext != nil {
 			t.Errorf("security contexts %+v %+v, want none", ps.SecurityContext, ps.Containers[0].SecurityContext)
 		}
@@ -490,7 +490,7 @@ func TestTaskPodsAreHardened(t *testing.T) {
 			t.Errorf("default executor security context %+v: want no escalation, no capabilities, RuntimeDefault, the image's user", sc)
 		}
 		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
-			noToken(t, BuildFilerJob(testAnchor, part, DefaultConfig()).Spec.Template.Spec, "")
+			noToken(t, BuildFilerJob(testAnchor, part, nil, DefaultConfig()).Spec.Template.Spec, "")
 		}
 	})
 	t.Run("EXECUTOR_SERVICE_ACCOUNT and EXECUTOR_SECURITY_CONTEXT", func(t *testing.T) {
@@ -506,7 +506,7 @@ func TestTaskPodsAreHardened(t *testing.T) {
 		if !reflect.DeepEqual(ex.Containers[0].SecurityContext, want) {
 			t.Errorf("security context %+v, want EXECUTOR_SECURITY_CONTEXT's", ex.Containers[0].SecurityContext)
 		}
-		noToken(t, BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, cfg).Spec.Template.Spec, "tesk-executor")
+		noToken(t, BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec, "tesk-executor")
 	})
 	t.Run("EXECUTOR_SECURITY_CONTEXT {}: none", func(t *testing.T) {
 		cfg, _ := LoadEnv(DefaultConfig(), func(k string) string { return map[string]string{"EXECUTOR_SECURITY_CONTEXT": "{}"}[k] })
@@ -559,7 +559,7 @@ func TestUserCredentials(t *testing.T) {
 		// printf %s alice@example.org | sha256sum | cut -c1-20
 		t.Errorf("UserSecretName = %q", secret)
 	}
-	ps := BuildFilerJob(alice, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec
+	ps := BuildFilerJob(alice, taskmeta.PartOutputsFiler, nil, cfg).Spec.Template.Spec
 	env := envOf(ps.Containers[0])
 	if !hasSecretVolume(ps, "aws-secret", secret, true) || !hasMount(ps.Containers[0], "aws-secret", "/tesk/user", true) {
 		t.Errorf("volumes %+v mounts %+v, want the user's secret at /tesk/user", ps.Volumes, ps.Containers[0].VolumeMounts)
@@ -578,7 +578,7 @@ func TestUserCredentials(t *testing.T) {
 		}
 	}
 
-	ps = BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec
+	ps = BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, nil, cfg).Spec.Template.Spec
 	if !hasSecretVolume(ps, "aws-secret", "aws-secret", true) || !hasSecretVolume(ps, "netrc", "shared-netrc", false) || envOf(ps.Containers[0])["TESK_FTP_USERNAME"].ValueFrom == nil {
 		t.Errorf("a task without a creator: volumes %+v", ps.Volumes)
 	}

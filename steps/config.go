@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -99,6 +100,10 @@ type Config struct {
 	// API created for a known user the secret <prefix><user hash> in place
 	// of the shared credentials (FILER_USER_SECRET_PREFIX, behaviour §3.14).
 	UserSecretPrefix string
+
+	// BackendParameters are the backend parameters a task may set and
+	// what they make of its pods (BACKEND_PARAMETERS; nil: none).
+	BackendParameters *backendparams.Config
 
 	// LogTailBytes is how much of the end of each of an executor's streams
 	// is kept (TES_LOG_TAIL_BYTES; 0: DefaultLogTailBytes). The record on

@@ -463,7 +463,7 @@ func TestLoadEnv(t *testing.T) {
 				if c.HostBasePath != "/mnt/data" || c.ContainerBasePath != "/mnt/data" || c.TransferPVCName != "transfer-pvc" {
 					t.Errorf("host %q container %q pvc %q", c.HostBasePath, c.ContainerBasePath, c.TransferPVCName)
 				}
-				ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, c).Spec.Template.Spec
+				ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, c).Spec.Template.Spec
 				if !hasMount(ps.Containers[0], "transfer", "/mnt/data", false) {
 					t.Errorf("mounts %+v", ps.Containers[0].VolumeMounts)
 				}

@@ -401,10 +401,14 @@ func (r *Runner) anchorSpec(anchor *corev1.ConfigMap) (*taskspec.Task, error) {
 	return spec, r.admit(spec, anchor.Namespace)
 }
 
-// admit checks a task's executors against the allow-list.
+// errRefused marks the error of a task that decodes but is refused.
+var errRefused = errors.New("task refused")
+
+// admit checks a task's executors against the allow-list, and its backend
+// parameters against the operator's configuration.
 func (r *Runner) admit(spec *taskspec.Task, ns string) error {
 	if err := Admit(spec, ns, r.Config); err != nil {
-		return fmt.Errorf("task refused: %w", err)
+		return fmt.Errorf("%w: %w", errRefused, err)
 	}
 	return nil
 }

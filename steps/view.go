@@ -18,7 +18,8 @@ import (
 // it: the state from the anchor or the jobs; one executor log per executor
 // whose job was created, in the executors' order, from the record its end
 // left on the job or else from its last pod; the uploaded files from the
-// outputs filer's annotation; and why the task stopped. The logs keep the
+// outputs filer's annotation; and in the system logs, what the TES API
+// noted at its creation (taskmeta.AnnotationSystemLog) and why it stopped. The logs keep the
 // recorded ends of stdout and stderr; a reader that shows fewer fields
 // (the TES API's MINIMAL and BASIC views) leaves them out.
 func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*corev1.Pod, cfg Config, now time.Time) tesv1.Task {
@@ -35,8 +36,11 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 	if ended := anchor.Annotations[taskmeta.AnnotationEnded]; ended != "" {
 		log.EndTime = ended
 	}
+	if note := anchor.Annotations[taskmeta.AnnotationSystemLog]; note != "" {
+		log.SystemLogs = append(log.SystemLogs, note)
+	}
 	if reason := anchor.Annotations[taskmeta.AnnotationReason]; reason != "" {
-		log.SystemLogs = strings.Split(reason, "\n")
+		log.SystemLogs = append(log.SystemLogs, strings.Split(reason, "\n")...)
 	}
 	for _, part := range ExecutorParts(jobs) {
 		log.Logs = append(log.Logs, executorLog(jobs[part], podsOfJob(pods, jobs[part].Name)))

@@ -48,6 +48,9 @@ const (
 	AnnotationEnded = AnnotationPrefix + "ended"
 	// AnnotationReason (anchor) says why the task stopped (TES system_logs).
 	AnnotationReason = AnnotationPrefix + "reason"
+	// AnnotationSystemLog (anchor) is a line the task's system_logs show
+	// from its start (e.g. the backend parameters the TES API ignored).
+	AnnotationSystemLog = AnnotationPrefix + "system-log"
 	// AnnotationTTL (anchor) is the task's TTL in seconds ("none" for no
 	// TTL), fixed by the first write on the task (TASK_TTL_SECONDS then).
 	AnnotationTTL = AnnotationPrefix + "ttl-seconds"

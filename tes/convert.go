@@ -104,10 +104,6 @@ func jsonKind(k string) string {
 	return "a " + k
 }
 
-// SupportedBackendParameters are the tesResources.backend_parameters keys
-// the service acts on: none yet.
-var SupportedBackendParameters = []string{}
-
 // Validate checks a submitted task; the error names the field.
 func Validate(t *tesv1.Task) error {
 	if len(t.Executors) == 0 {
@@ -198,46 +194,11 @@ func Validate(t *tesv1.Task) error {
 		case r.RAMGB > 1<<20 || r.DiskGB > 1<<20:
 			return bad("resources: more than 1 PiB asked for")
 		}
-		if r.BackendParametersStrict {
-			for _, k := range sortedKeys(r.BackendParameters) {
-				if !supported(k) {
-					return bad("resources.backend_parameters: %q is not supported (backend_parameters_strict is true; supported: %v)", k, SupportedBackendParameters)
-				}
-			}
-		}
 	}
 	if b, _ := json.Marshal(t.Tags); len(b) > maxTagsBytes {
 		return bad("tags: %d bytes of JSON, at most %d", len(b), maxTagsBytes)
 	}
 	return nil
-}
-
-func supported(key string) bool {
-	for _, s := range SupportedBackendParameters {
-		if strings.EqualFold(s, key) {
-			return true
-		}
-	}
-	return false
-}
-
-// dropUnsupported removes the backend parameters the service does not
-// support: the specification says they are neither stored nor returned.
-func dropUnsupported(r *tesv1.Resources) []string {
-	var dropped []string
-	if r == nil {
-		return nil
-	}
-	for _, k := range sortedKeys(r.BackendParameters) {
-		if !supported(k) {
-			dropped = append(dropped, k)
-			delete(r.BackendParameters, k)
-		}
-	}
-	if len(r.BackendParameters) == 0 {
-		r.BackendParameters = nil
-	}
-	return dropped
 }
 
 // StorageSchemes are the URL schemes of inputs and outputs the filer moves
@@ -341,6 +302,8 @@ func Convert(t *tesv1.Task, id string, o ConvertOptions) ([]byte, error) {
 		res = *t.Resources
 	}
 	spec.Resources.DiskGB = res.DiskGB
+	// Those CheckBackendParameters kept: the handler places the pods by them.
+	spec.Resources.BackendParameters = res.BackendParameters
 	if spec.Resources.DiskGB == 0 {
 		spec.Resources.DiskGB = DefaultDiskGB
 	}

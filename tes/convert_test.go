@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -226,8 +227,6 @@ func TestValidate(t *testing.T) {
 		{"wildcard in the first component", `{` + ok + `,"outputs":[{"path":"/d*/x.txt","path_prefix":"/","url":"s3://b/"}]}`, "first component"},
 		{"output type", `{` + ok + `,"outputs":[{"path":"/data/a","url":"s3://b/a","type":"file"}]}`, "outputs[0].type"},
 		{"relative volume", `{` + ok + `,"volumes":["scratch"]}`, "volumes[0]"},
-		{"strict unsupported backend parameter", `{` + ok + `,"resources":{"backend_parameters":{"VmSize":"x"},"backend_parameters_strict":true}}`, `resources.backend_parameters: "VmSize" is not supported`},
-		{"lenient unsupported backend parameter", `{` + ok + `,"resources":{"backend_parameters":{"VmSize":"x"}}}`, ""},
 		{"negative cpu", `{` + ok + `,"resources":{"cpu_cores":-1}}`, "resources.cpu_cores"},
 		{"fractional cpu", `{` + ok + `,"resources":{"cpu_cores":1.5}}`, "resources.cpu_cores: 1.5 is not a whole number of cores"},
 		{"whole cpu written as a float", `{` + ok + `,"resources":{"cpu_cores":2.0}}`, ""},
@@ -284,10 +283,62 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestDropUnsupportedBackendParameters(t *testing.T) {
-	r := &tesv1.Resources{BackendParameters: map[string]string{"VmSize": "x"}}
-	if d := dropUnsupported(r); !reflect.DeepEqual(d, []string{"VmSize"}) || r.BackendParameters != nil {
-		t.Errorf("dropped %v, left %v", d, r.BackendParameters)
+func TestCheckBackendParameters(t *testing.T) {
+	c, err := backendparams.Parse([]byte("zones: {allowed: [a, b]}\ngpu: {max: 2, types: {nvidia.com/gpu: {}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		c         *backendparams.Config
+		resources string
+		kept      map[string]string
+		ignored   []string
+		err       string
+	}{
+		{"none", c, `{}`, nil, nil, ""},
+		{"supported", c, `{"backend_parameters":{"zones":"b","GPU_count":"1"},"backend_parameters_strict":true}`, map[string]string{"zones": "b", "gpu_count": "1"}, nil, ""},
+		{"unsupported, lenient", c, `{"backend_parameters":{"zones":"a","VmSize":"x"}}`, map[string]string{"zones": "a"}, []string{"VmSize"}, ""},
+		{"only unsupported, lenient", c, `{"backend_parameters":{"VmSize":"x"}}`, nil, []string{"VmSize"}, ""},
+		{"unsupported, strict", c, `{"backend_parameters":{"zones":"a","VmSize":"x"},"backend_parameters_strict":true}`, nil, nil,
+			`resources.backend_parameters: "VmSize" is not supported (backend_parameters_strict is true; supported: gpu_count, gpu_type, zones)`},
+		{"nothing enabled, strict", nil, `{"backend_parameters":{"zones":"a"},"backend_parameters_strict":true}`, nil, nil,
+			`resources.backend_parameters: "zones" is not supported (backend_parameters_strict is true; supported: none)`},
+		{"nothing enabled, lenient", nil, `{"backend_parameters":{"zones":"a"}}`, nil, []string{"zones"}, ""},
+		{"value not allowed, lenient", c, `{"backend_parameters":{"zones":"c"}}`, nil, nil, `resources.backend_parameters.zones: "c" is not allowed (allowed: a, b)`},
+		{"too many GPUs", c, `{"backend_parameters":{"gpu_count":"3"}}`, nil, nil, `resources.backend_parameters.gpu_count: "3" is not a whole number from 0 to 2`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			task, err := DecodeTask([]byte(`{"executors":[{"image":"a","command":["x"]}],"resources":` + tc.resources + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ignored, err := CheckBackendParameters(task, tc.c)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !invalid.Is(err) {
+					t.Fatalf("error %v, want a bad request with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(task.Resources.BackendParameters, tc.kept) || !reflect.DeepEqual(ignored, tc.ignored) {
+				t.Errorf("kept %v, ignored %v; want %v, %v", task.Resources.BackendParameters, ignored, tc.kept, tc.ignored)
+			}
+			raw, err := Convert(task, "task-0000abcd", ConvertOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := taskspec.Decode(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(spec.Resources.BackendParameters, tc.kept) {
+				t.Errorf("the task JSON holds %v, want %v", spec.Resources.BackendParameters, tc.kept)
+			}
+		})
 	}
 }
 

@@ -68,8 +68,12 @@ func (s *Server) create(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	if dropped := dropUnsupported(t.Resources); len(dropped) > 0 {
-		s.Log.Warnw("Unsupported backend parameters left out", "keys", dropped)
+	ignored, err := CheckBackendParameters(t, s.Config.Steps.BackendParameters)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if len(ignored) > 0 {
+		s.Log.Warnw("Unsupported backend parameters left out", "keys", ignored)
 	}
 	caller := callerOf(c)
 	opts := s.Config.Convert
@@ -86,6 +90,7 @@ func (s *Server) create(c echo.Context) error {
 		if err != nil {
 			return s.fail(c, err)
 		}
+		noteIgnored(cm, ignored)
 		err = s.store().CreateAnchor(ctx, cm)
 		if apierrors.IsAlreadyExists(err) && attempt < maxCreateAttempts {
 			continue

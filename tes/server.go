@@ -103,7 +103,7 @@ func (s *Server) Echo() *echo.Echo {
 func (s *Server) serviceInfo(c echo.Context) error {
 	info := s.Config.Info
 	info.Type = tesv1.ServiceType{Group: "org.ga4gh", Artifact: "tes", Version: "1.1.0"}
-	info.TesResourcesBackendParameters = append([]string{}, SupportedBackendParameters...)
+	info.TesResourcesBackendParameters = s.Config.Steps.BackendParameters.Keys()
 	info.Storage = s.storage()
 	return c.JSON(http.StatusOK, info)
 }

@@ -16,6 +16,7 @@ import (
 
 	"knative.dev/pkg/signals"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -122,6 +123,11 @@ func run(args []string, getenv func(string) string) error {
 			log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
 		}
 	}
+	// A configuration of the backend parameters that does not parse stops
+	// the handler: ignored, it would place tasks otherwise than asked.
+	if cfg.BackendParameters, err = backendparams.FromEnv(getenv); err != nil {
+		return err
+	}
 
 	// Metrics and traces as config-observability (K_OBSERVABILITY_CONFIG)
 	// asks; flushed on the way out.
@@ -151,7 +157,7 @@ func run(args []string, getenv func(string) string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
 	log.Infow("Ready", "version", version.Get(), "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
-		"filerImage", cfg.FilerImage(), "startup", time.Since(start).String())
+		"filerImage", cfg.FilerImage(), "backendParameters", cfg.BackendParameters.Keys(), "startup", time.Since(start).String())
 
 	select {
 	case err := <-errc:

@@ -179,3 +179,12 @@ func TestInvalidObservabilityConfig(t *testing.T) {
 		}
 	}
 }
+
+// A BACKEND_PARAMETERS that does not parse stops the handler at start.
+func TestInvalidBackendParameters(t *testing.T) {
+	env := map[string]string{"BACKEND_PARAMETERS": "gpu: {max: 0, types: {nvidia.com/gpu: {}}}", "NAMESPACE": "tesk"}
+	err := run(nil, func(name string) string { return env[name] })
+	if err == nil || !strings.Contains(err.Error(), "BACKEND_PARAMETERS: gpu.max") {
+		t.Errorf("%v, want an error naming BACKEND_PARAMETERS and gpu.max", err)
+	}
+}

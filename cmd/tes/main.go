@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"knative.dev/pkg/signals"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -150,6 +151,11 @@ func run(args []string, getenv func(string) string) error {
 	for _, i := range issues {
 		log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
 	}
+	// The backend parameters a task may set, read as the handler reads
+	// them; a configuration that does not parse stops the API.
+	if sc.BackendParameters, err = backendparams.FromEnv(getenv); err != nil {
+		return err
+	}
 	cfg.Steps = sc
 
 	auth, ready, err := authenticator(context.Background(), getenv, o.noAuth, log)
@@ -201,7 +207,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Serving", "version", version.Get(), "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "auth", dash.Auth, "startup", time.Since(start).String())
+	log.Infow("Serving", "version", version.Get(), "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "backendParameters", sc.BackendParameters.Keys(), "auth", dash.Auth, "startup", time.Since(start).String())
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {

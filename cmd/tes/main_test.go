@@ -235,3 +235,11 @@ func TestBasicAccess(t *testing.T) {
 		t.Errorf("none: dashboard %+v", d)
 	}
 }
+
+// A BACKEND_PARAMETERS that does not parse stops the TES API at start.
+func TestInvalidBackendParameters(t *testing.T) {
+	err := run([]string{"--no-auth"}, env(map[string]string{"BACKEND_PARAMETERS": "zones: {allowed: [a b]}", "NAMESPACE": "tesk"}))
+	if err == nil || !strings.Contains(err.Error(), "BACKEND_PARAMETERS: zones.allowed[0]") {
+		t.Errorf("%v, want an error naming BACKEND_PARAMETERS and zones.allowed[0]", err)
+	}
+}

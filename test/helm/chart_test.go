@@ -42,6 +42,8 @@ func TestTemplateValues(t *testing.T) {
 		{"tasks", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": 5, "filerRetries": 1, "podTimeoutSeconds": 60, "maxQueueSeconds": 3600, "ttlSeconds": 86400}},
 			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`}},
 		{"trustEvents", map[string]any{"auth": map[string]any{"mode": "none"}, "trustEvents": true}, []string{`TRUST_EVENTS: "true"`}},
+		{"backendParameters", map[string]any{"auth": map[string]any{"mode": "none"}, "backendParameters": map[string]any{"zones": map[string]any{"allowed": []any{"a", "b"}}}},
+			[]string{`BACKEND_PARAMETERS: "{\"zones\":{\"allowed\":[\"a\",\"b\"]}}"`}},
 		{"metrics", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{
 			"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}}}},
 			[]string{"kind: PodMonitor", "interval: 15s", "release: prom", `K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\": \"prometheus\"}"`}},
