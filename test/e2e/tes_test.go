@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
@@ -61,6 +62,8 @@ type tesAPIOptions struct {
 	Auth         tes.Authenticator
 	Dashboard    dashboard.Config
 	LogTailBytes int
+	// BackendParameters: the operator's configuration of them (nil: none).
+	BackendParameters *backendparams.Config
 }
 
 // newTESAPIDashboard serves the TES API and its dashboard; every answer of
@@ -91,6 +94,7 @@ func newTESAPIDashboard(t *testing.T, e *env, sink string, o tesAPIOptions) *tes
 	}
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = e.ns
+	cfg.BackendParameters = o.BackendParameters
 	s := &tes.Server{
 		Client: client, Metadata: md,
 		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: o.LogTailBytes,
