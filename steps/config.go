@@ -32,6 +32,8 @@ const (
 	defaultFilerParallelism = 8
 	maxFilerParallelism     = 256
 	DefaultDiskGB           = 1.0
+	minDiskGB               = 1.0 / 1024
+	maxDiskGB               = 1 << 20
 	AWSSecretName           = "aws-secret"
 	maxInt32                = math.MaxInt32
 	defaultFilerUID         = 65532
@@ -53,6 +55,7 @@ type Config struct {
 	FilerHTTPTimeout     string
 	FilerParallelism     int // files each filer moves at once; 0: the filer's default
 	StorageClassName     string
+	DefaultDiskGB        float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
 	MaxQueue             time.Duration // 0: pods may wait to be scheduled forever
 	TaskTTL              *time.Duration
 	KeepFailedPVC        bool
@@ -111,6 +114,14 @@ func (c Config) logTailBytes() int {
 		return DefaultLogTailBytes
 	}
 	return c.LogTailBytes
+}
+
+// diskGB is the size of the PVC of a task without disk_gb.
+func (c Config) diskGB() float64 {
+	if c.DefaultDiskGB <= 0 {
+		return DefaultDiskGB
+	}
+	return c.DefaultDiskGB
 }
 
 // ExecutorSecret is a secret mounted read-only into every executor.
@@ -238,6 +249,15 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		}
 	}
 	cfg.StorageClassName = get("STORAGE_CLASS_NAME")
+	if v := get("DEFAULT_DISK_GB"); v != "" {
+		// At least 1 MiB, at most 1 PiB: a PVC of a fraction of a byte, or
+		// an overflowing quantity, is refused by the API server per task.
+		if n, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(n) || n < minDiskGB || n > maxDiskGB {
+			bad("error", "DEFAULT_DISK_GB", "%q is not a number of GiB from %g to %g; tasks without disk_gb get %g", v, minDiskGB, float64(maxDiskGB), cfg.diskGB())
+		} else {
+			cfg.DefaultDiskGB = n
+		}
+	}
 	if n, ok := intIn("TESK_MAX_QUEUE_SECONDS", 1); ok {
 		cfg.MaxQueue = time.Duration(n) * time.Second
 	}
