@@ -266,6 +266,12 @@ bench-filer: filer-deps
 test-helm:
 	cd test/helm && $(GO) test -count=1 ./...
 
+# config/knative written as the chart's rendering with
+# config/knative/values.yaml (make test-helm fails when it differs).
+.PHONY: manifests
+manifests:
+	cd test/helm && $(GO) run ./cmd/render
+
 # The chart packaged into dist/.
 chart:
 	cd test/helm && $(GO) run ./cmd/package -out ../../dist
