@@ -54,6 +54,13 @@ func TestTemplateValues(t *testing.T) {
 			[]string{"kind: PodMonitor", "interval: 15s", "release: prom", `K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\":\"prometheus\"}"`}},
 		{"storage", map[string]any{"auth": none, "tasks": map[string]any{"storageClass": "fast-ssd", "defaultDiskGB": 2.5}},
 			[]string{`STORAGE_CLASS_NAME: "fast-ssd"`, `DEFAULT_DISK_GB: "2.5"`}},
+		// Numbers read from a values file are floats: large whole numbers
+		// keep their digits, as the handler parses whole numbers only.
+		{"large numbers", map[string]any{"auth": none, "tasks": map[string]any{"ttlSeconds": float64(2592000), "maxQueueSeconds": float64(1e7), "defaultDiskGB": float64(1048576)},
+			"handler": map[string]any{"maxScale": float64(1000000), "containerConcurrency": float64(1000)},
+			"broker":  map[string]any{"delivery": map[string]any{"steps": map[string]any{"retry": float64(10000000)}}}},
+			[]string{`TASK_TTL_SECONDS: "2592000"`, `TESK_MAX_QUEUE_SECONDS: "10000000"`, `DEFAULT_DISK_GB: "1048576"`, `autoscaling.knative.dev/max-scale: "1000000"`,
+				"containerConcurrency: 1000\n", "retry: 10000000\n"}},
 		{"tasks' pod security", map[string]any{"auth": none, "namespaces": map[string]any{"tasksPodSecurity": "restricted"},
 			"executors": map[string]any{"securityContext": map[string]any{"runAsNonRoot": true, "runAsUser": 1000}}},
 			[]string{"pod-security.kubernetes.io/enforce: restricted", `EXECUTOR_SECURITY_CONTEXT: "{\"runAsNonRoot\":true,\"runAsUser\":1000}"`}},

@@ -79,3 +79,13 @@ ref:
 {{- define "tesk-knative.jsonSetting" -}}
 {{- if . -}}{{ toJson . | quote }}{{- else -}}""{{- end -}}
 {{- end -}}
+{{/* A number setting as a quoted string, whole numbers without an exponent (values read from YAML are floats: 2592000, not 2.592e+06); an empty string stays empty. */}}
+{{- define "tesk-knative.number" -}}
+{{- if kindIs "string" . -}}
+{{ . | quote }}
+{{- else if eq (float64 .) (float64 (int64 .)) -}}
+{{ int64 . | toString | quote }}
+{{- else -}}
+{{ . | toString | quote }}
+{{- end -}}
+{{- end -}}
