@@ -262,7 +262,10 @@ func BuildFilerJob(a Anchor, part string, cfg Config) *batchv1.Job {
 	}
 	// The task's user's own credentials, if the operator keeps them per
 	// user (behaviour §3.14): then none of the shared ones.
-	credentials, credentialsPath := AWSSecretName, awsMountPath
+	credentials, credentialsPath := cfg.AWSSecretName, awsMountPath
+	if credentials == "" {
+		credentials = AWSSecretName
+	}
 	if user != "" {
 		credentials, credentialsPath = user, userMountPath
 		for i := range env {

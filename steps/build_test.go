@@ -379,6 +379,15 @@ func TestBuildFilerJob(t *testing.T) {
 		}
 	})
 
+	t.Run("behaviour §3.12: AWS_SECRET_NAME names the S3 secret mounted in place of aws-secret", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.AWSSecretName = "s3-creds"
+		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, cfg).Spec.Template.Spec
+		if !hasMount(ps.Containers[0], "aws-secret", "/aws", true) || !hasSecretVolume(ps, "aws-secret", "s3-creds", true) {
+			t.Errorf("S3 secret volume: %+v", ps.Volumes)
+		}
+	})
+
 	t.Run("behaviour §3: TRANSFER_PVC_NAME is mounted, writable, at CONTAINER_BASE_PATH", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.TransferPVCName, cfg.ContainerBasePath, cfg.HostBasePath = "transfer-pvc", "/transfer", "/mnt/host"

@@ -64,6 +64,10 @@ type Config struct {
 	FilerSecurityContext    *corev1.SecurityContext    // nil: none
 	FilerResources          corev1.ResourceRequirements
 
+	// AWSSecretName is the secret of S3 credentials every filer job mounts
+	// when it exists (AWS_SECRET_NAME; behaviour §3.12).
+	AWSSecretName string
+
 	FTPUsername, FTPPassword string
 	FTPSecretName            string
 	FTPHosts                 string
@@ -141,6 +145,7 @@ func DefaultConfig() Config {
 		FilerName:               DefaultFilerName,
 		FilerVersion:            DefaultFilerVersion,
 		FilerHTTPTimeout:        DefaultFilerTimeout,
+		AWSSecretName:           AWSSecretName,
 		FilerPodSecurityContext: DefaultFilerPodSecurityContext(),
 		FilerSecurityContext:    DefaultFilerSecurityContext(),
 		ExecutorSecurityContext: DefaultExecutorSecurityContext(),
@@ -299,6 +304,13 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			bad("error", "FILER_RESOURCES", "%v; setting none", err)
 		} else {
 			cfg.FilerResources = rr
+		}
+	}
+	if v := get("AWS_SECRET_NAME"); v != "" {
+		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+			bad("error", "AWS_SECRET_NAME", "%q is not a secret name; the filer jobs mount %s", v, cfg.AWSSecretName)
+		} else {
+			cfg.AWSSecretName = v
 		}
 	}
 	cfg.FTPUsername = getenv("TESK_FTP_USERNAME")

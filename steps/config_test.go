@@ -455,6 +455,26 @@ func TestLoadEnv(t *testing.T) {
 				}
 			},
 		},
+		// behaviour §3.12: the S3 secret.
+		{
+			name: "AWS_SECRET_NAME names the S3 secret",
+			env:  map[string]string{"AWS_SECRET_NAME": " s3-creds "},
+			check: func(t *testing.T, c Config) {
+				if c.AWSSecretName != "s3-creds" {
+					t.Errorf("AWSSecretName %q", c.AWSSecretName)
+				}
+			},
+		},
+		{
+			name: "AWS_SECRET_NAME not a secret name: error, aws-secret",
+			env:  map[string]string{"AWS_SECRET_NAME": "S3_Creds"},
+			check: func(t *testing.T, c Config) {
+				if c.AWSSecretName != AWSSecretName {
+					t.Errorf("AWSSecretName %q", c.AWSSecretName)
+				}
+			},
+			issues: []string{"error AWS_SECRET_NAME"},
+		},
 		// behaviour §3.4: the PVC of a task without disk_gb.
 		{
 			name: "DEFAULT_DISK_GB sizes the PVC of a task without disk_gb, fractions allowed",
