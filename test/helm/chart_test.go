@@ -72,8 +72,8 @@ func TestTemplateValues(t *testing.T) {
 				"name: tesk-filer-ftp\n  namespace: tesk-tasks", `username: "u"`, `password: "p"`, `TESK_FTP_SECRET_NAME: "tesk-filer-ftp"`, `TESK_FTP_HOSTS: "ftp.example.org"`,
 				"name: tesk-filer-netrc\n  namespace: tesk-tasks", `.netrc: "machine example.org login u password p\n"`, `NETRC_SECRET_NAME: "tesk-filer-netrc"`}},
 		{"filer secrets named", map[string]any{"auth": none, "filer": map[string]any{
-			"ftp": map[string]any{"existingSecret": "my-ftp"}, "netrc": map[string]any{"existingSecret": "my-netrc"}}},
-			[]string{`TESK_FTP_SECRET_NAME: "my-ftp"`, `NETRC_SECRET_NAME: "my-netrc"`}},
+			"s3": map[string]any{"existingSecret": "my-s3"}, "ftp": map[string]any{"existingSecret": "my-ftp"}, "netrc": map[string]any{"existingSecret": "my-netrc"}}},
+			[]string{`AWS_SECRET_NAME: "my-s3"`, `TESK_FTP_SECRET_NAME: "my-ftp"`, `NETRC_SECRET_NAME: "my-netrc"`}},
 		{"broker", map[string]any{"auth": none, "broker": map[string]any{"class": "Kafka",
 			"config": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "kafka-broker-config", "namespace": "knative-eventing"},
 			"delivery": map[string]any{
@@ -183,6 +183,8 @@ func TestRefusals(t *testing.T) {
 		{"ftp secret and values", map[string]any{"auth": none, "filer": map[string]any{"ftp": map[string]any{"existingSecret": "f", "username": "u", "password": "p"}}}, "filer.ftp: set either existingSecret"},
 		{"ftp user without password", map[string]any{"auth": none, "filer": map[string]any{"ftp": map[string]any{"username": "u"}}}, "filer.ftp: set both username and password"},
 		{"netrc secret and content", map[string]any{"auth": none, "filer": map[string]any{"netrc": map[string]any{"existingSecret": "n", "content": "machine x"}}}, "filer.netrc: set either existingSecret"},
+		{"s3 secret and values", map[string]any{"auth": none, "filer": map[string]any{"s3": map[string]any{"existingSecret": "s", "credentials": "[default]"}}}, "filer.s3: set either existingSecret"},
+		{"s3 secret not a name", map[string]any{"auth": none, "filer": map[string]any{"s3": map[string]any{"existingSecret": "S3 creds"}}}, "/filer/s3/existingSecret"},
 		{"s3 config without credentials", map[string]any{"auth": none, "filer": map[string]any{"s3": map[string]any{"config": "[default]"}}}, "filer.s3: config without credentials"},
 		{"ftp secret not a name", map[string]any{"auth": none, "filer": map[string]any{"ftp": map[string]any{"existingSecret": "My_FTP"}}}, "/filer/ftp/existingSecret"},
 		{"broker class not a name", map[string]any{"auth": none, "broker": map[string]any{"class": "Kafka Broker"}}, "/broker/class"},

@@ -21,6 +21,9 @@
 {{- if and .Values.filer.netrc.existingSecret .Values.filer.netrc.content -}}
 {{- fail "filer.netrc: set either existingSecret (a Secret you create) or content (a Secret the chart creates), not both" -}}
 {{- end -}}
+{{- if and .Values.filer.s3.existingSecret (or .Values.filer.s3.config .Values.filer.s3.credentials) -}}
+{{- fail "filer.s3: set either existingSecret (a Secret you create) or config and credentials (the Secret aws-secret the chart creates), not both" -}}
+{{- end -}}
 {{- if and .Values.filer.s3.config (not .Values.filer.s3.credentials) -}}
 {{- fail "filer.s3: config without credentials: set filer.s3.credentials (the AWS credentials file) too, or neither to create aws-secret yourself" -}}
 {{- end -}}
