@@ -281,6 +281,12 @@ bench-filer: filer-deps
 test-helm:
 	cd test/helm && $(GO) test -count=1 ./...
 
+# config/knative written as the chart's rendering with
+# config/knative/values.yaml (make test-helm fails when it differs).
+.PHONY: manifests
+manifests:
+	cd test/helm && $(GO) run ./cmd/render
+
 # The chart packaged into dist/ as the build's VERSION: the chart's version
 # is VERSION without its v (0.3.0; 0.0.0-dev+<commit> for a VERSION that is
 # not SemVer), its appVersion and its images' tags are VERSION.

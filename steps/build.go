@@ -52,12 +52,13 @@ func (a Anchor) ownerRefs() []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: a.Name, UID: a.UID}}
 }
 
-// BuildPVC is the task's volume claim: disk_gb gigabytes (1 if unset), the
-// storage class STORAGE_CLASS_NAME or the cluster's default.
+// BuildPVC is the task's volume claim: disk_gb gigabytes (DEFAULT_DISK_GB,
+// else 1, if unset), the storage class STORAGE_CLASS_NAME or the cluster's
+// default.
 func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeClaim {
 	gb := t.Resources.DiskGB
 	if gb <= 0 {
-		gb = DefaultDiskGB
+		gb = cfg.diskGB()
 	}
 	size := resource.MustParse(strconv.FormatFloat(gb, 'f', -1, 64) + "Gi")
 	pvc := &corev1.PersistentVolumeClaim{
@@ -280,7 +281,10 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 	}
 	// The task's user's own credentials, if the operator keeps them per
 	// user (behaviour §3.14): then none of the shared ones.
-	credentials, credentialsPath := AWSSecretName, awsMountPath
+	credentials, credentialsPath := cfg.AWSSecretName, awsMountPath
+	if credentials == "" {
+		credentials = AWSSecretName
+	}
 	if user != "" {
 		credentials, credentialsPath = user, userMountPath
 		for i := range env {

@@ -31,19 +31,23 @@ func TestBuildPVC(t *testing.T) {
 	cases := []struct {
 		name    string
 		diskGB  float64
+		deflt   float64
 		class   string
 		size    string
 		classOK func(*string) bool
 	}{
-		{"behaviour §1.1: the PVC has the task's disk size", 2, "", "2Gi", func(s *string) bool { return s == nil }},
-		{"behaviour §1.1: a fractional disk size", 1.5, "", "1536Mi", func(s *string) bool { return s == nil }},
-		{"behaviour §1.1: no disk size: 1 GiB", 0, "", "1Gi", func(s *string) bool { return s == nil }},
-		{"STORAGE_CLASS_NAME sets the PVC's storage class", 3, "fast", "3Gi", func(s *string) bool { return s != nil && *s == "fast" }},
+		{"behaviour §1.1: the PVC has the task's disk size", 2, 0, "", "2Gi", func(s *string) bool { return s == nil }},
+		{"behaviour §1.1: a fractional disk size", 1.5, 0, "", "1536Mi", func(s *string) bool { return s == nil }},
+		{"behaviour §1.1: no disk size: 1 GiB", 0, 0, "", "1Gi", func(s *string) bool { return s == nil }},
+		{"DEFAULT_DISK_GB sizes a task without disk size", 0, 0.5, "", "512Mi", func(s *string) bool { return s == nil }},
+		{"DEFAULT_DISK_GB leaves the task's own disk size", 3, 0.5, "", "3Gi", func(s *string) bool { return s == nil }},
+		{"STORAGE_CLASS_NAME sets the PVC's storage class", 3, 0, "fast", "3Gi", func(s *string) bool { return s != nil && *s == "fast" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.StorageClassName = c.class
+			cfg.DefaultDiskGB = c.deflt
 			pvc := BuildPVC(testAnchor, taskWith(1, func(tk *taskspec.Task) { tk.Resources.DiskGB = c.diskGB }), cfg)
 			if pvc.Name != testTask+"-pvc" || pvc.Namespace != testNS {
 				t.Errorf("PVC %s/%s", pvc.Namespace, pvc.Name)
@@ -372,6 +376,15 @@ func TestBuildFilerJob(t *testing.T) {
 		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, nil, DefaultConfig()).Spec.Template.Spec
 		if !hasMount(ps.Containers[0], "aws-secret", "/aws", true) || !hasSecretVolume(ps, "aws-secret", "aws-secret", true) {
 			t.Errorf("aws-secret volume missing or not optional: %+v", ps.Volumes)
+		}
+	})
+
+	t.Run("behaviour §3.12: AWS_SECRET_NAME names the S3 secret mounted in place of aws-secret", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.AWSSecretName = "s3-creds"
+		ps := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, nil, cfg).Spec.Template.Spec
+		if !hasMount(ps.Containers[0], "aws-secret", "/aws", true) || !hasSecretVolume(ps, "aws-secret", "s3-creds", true) {
+			t.Errorf("S3 secret volume: %+v", ps.Volumes)
 		}
 	})
 

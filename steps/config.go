@@ -33,6 +33,8 @@ const (
 	defaultFilerParallelism = 8
 	maxFilerParallelism     = 256
 	DefaultDiskGB           = 1.0
+	minDiskGB               = 1.0 / 1024
+	maxDiskGB               = 1 << 20
 	AWSSecretName           = "aws-secret"
 	maxInt32                = math.MaxInt32
 	defaultFilerUID         = 65532
@@ -54,6 +56,7 @@ type Config struct {
 	FilerHTTPTimeout     string
 	FilerParallelism     int // files each filer moves at once; 0: the filer's default
 	StorageClassName     string
+	DefaultDiskGB        float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
 	MaxQueue             time.Duration // 0: pods may wait to be scheduled forever
 	TaskTTL              *time.Duration
 	KeepFailedPVC        bool
@@ -61,6 +64,10 @@ type Config struct {
 	FilerPodSecurityContext *corev1.PodSecurityContext // nil: none
 	FilerSecurityContext    *corev1.SecurityContext    // nil: none
 	FilerResources          corev1.ResourceRequirements
+
+	// AWSSecretName is the secret of S3 credentials every filer job mounts
+	// when it exists (AWS_SECRET_NAME; behaviour §3.12).
+	AWSSecretName string
 
 	FTPUsername, FTPPassword string
 	FTPSecretName            string
@@ -118,6 +125,14 @@ func (c Config) logTailBytes() int {
 	return c.LogTailBytes
 }
 
+// diskGB is the size of the PVC of a task without disk_gb.
+func (c Config) diskGB() float64 {
+	if c.DefaultDiskGB <= 0 {
+		return DefaultDiskGB
+	}
+	return c.DefaultDiskGB
+}
+
 // ExecutorSecret is a secret mounted read-only into every executor.
 type ExecutorSecret struct {
 	Name      string
@@ -135,6 +150,7 @@ func DefaultConfig() Config {
 		FilerName:               DefaultFilerName,
 		FilerVersion:            DefaultFilerVersion,
 		FilerHTTPTimeout:        DefaultFilerTimeout,
+		AWSSecretName:           AWSSecretName,
 		FilerPodSecurityContext: DefaultFilerPodSecurityContext(),
 		FilerSecurityContext:    DefaultFilerSecurityContext(),
 		ExecutorSecurityContext: DefaultExecutorSecurityContext(),
@@ -243,6 +259,15 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		}
 	}
 	cfg.StorageClassName = get("STORAGE_CLASS_NAME")
+	if v := get("DEFAULT_DISK_GB"); v != "" {
+		// At least 1 MiB, at most 1 PiB: a PVC of a fraction of a byte, or
+		// an overflowing quantity, is refused by the API server per task.
+		if n, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(n) || n < minDiskGB || n > maxDiskGB {
+			bad("error", "DEFAULT_DISK_GB", "%q is not a number of GiB from %g to %g; tasks without disk_gb get %g", v, minDiskGB, float64(maxDiskGB), cfg.diskGB())
+		} else {
+			cfg.DefaultDiskGB = n
+		}
+	}
 	if n, ok := intIn("TESK_MAX_QUEUE_SECONDS", 1); ok {
 		cfg.MaxQueue = time.Duration(n) * time.Second
 	}
@@ -284,6 +309,13 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			bad("error", "FILER_RESOURCES", "%v; setting none", err)
 		} else {
 			cfg.FilerResources = rr
+		}
+	}
+	if v := get("AWS_SECRET_NAME"); v != "" {
+		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+			bad("error", "AWS_SECRET_NAME", "%q is not a secret name; the filer jobs mount %s", v, cfg.AWSSecretName)
+		} else {
+			cfg.AWSSecretName = v
 		}
 	}
 	cfg.FTPUsername = getenv("TESK_FTP_USERNAME")

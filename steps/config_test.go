@@ -455,6 +455,46 @@ func TestLoadEnv(t *testing.T) {
 				}
 			},
 		},
+		// behaviour §3.12: the S3 secret.
+		{
+			name: "AWS_SECRET_NAME names the S3 secret",
+			env:  map[string]string{"AWS_SECRET_NAME": " s3-creds "},
+			check: func(t *testing.T, c Config) {
+				if c.AWSSecretName != "s3-creds" {
+					t.Errorf("AWSSecretName %q", c.AWSSecretName)
+				}
+			},
+		},
+		{
+			name: "AWS_SECRET_NAME not a secret name: error, aws-secret",
+			env:  map[string]string{"AWS_SECRET_NAME": "S3_Creds"},
+			check: func(t *testing.T, c Config) {
+				if c.AWSSecretName != AWSSecretName {
+					t.Errorf("AWSSecretName %q", c.AWSSecretName)
+				}
+			},
+			issues: []string{"error AWS_SECRET_NAME"},
+		},
+		// behaviour §3.4: the PVC of a task without disk_gb.
+		{
+			name: "DEFAULT_DISK_GB sizes the PVC of a task without disk_gb, fractions allowed",
+			env:  map[string]string{"DEFAULT_DISK_GB": " 2.5 "},
+			check: func(t *testing.T, c Config) {
+				if c.DefaultDiskGB != 2.5 || c.diskGB() != 2.5 {
+					t.Errorf("DefaultDiskGB %v, diskGB %v", c.DefaultDiskGB, c.diskGB())
+				}
+			},
+		},
+		{
+			name: "DEFAULT_DISK_GB not a size from 1 MiB to 1 PiB: error, 1 GiB",
+			env:  map[string]string{"DEFAULT_DISK_GB": "0"},
+			check: func(t *testing.T, c Config) {
+				if c.DefaultDiskGB != 0 || c.diskGB() != DefaultDiskGB {
+					t.Errorf("DefaultDiskGB %v, diskGB %v", c.DefaultDiskGB, c.diskGB())
+				}
+			},
+			issues: []string{"error DEFAULT_DISK_GB"},
+		},
 		// behaviour §8.7: file:// transfers.
 		{
 			name: "HOST_BASE_PATH and TRANSFER_PVC_NAME without CONTAINER_BASE_PATH: the volume is mounted at HOST_BASE_PATH, as the filer expects",

@@ -25,8 +25,9 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// DefaultDiskGB is the task volume's size when the task asks for none, as the
-// TESK API sizes it.
+// DefaultDiskGB is the task volume's size when the task asks for none and the
+// operator set no DEFAULT_DISK_GB (ConvertOptions.DiskGB), as the TESK API
+// sizes it.
 const DefaultDiskGB = 0.1
 
 // MaxRequestBytes bounds a create request: the task's anchor, a ConfigMap,
@@ -278,6 +279,9 @@ func sortedKeys(m map[string]string) []string {
 type ConvertOptions struct {
 	// User is the label-safe form of the caller (creator-user-id).
 	User string
+	// DiskGB is the disk size of a task that asks for none (the handler's
+	// DEFAULT_DISK_GB); 0: DefaultDiskGB.
+	DiskGB float64
 }
 
 // Convert turns a validated task into the taskmaster's task JSON, as the
@@ -306,6 +310,9 @@ func Convert(t *tesv1.Task, id string, o ConvertOptions) ([]byte, error) {
 	spec.Resources.BackendParameters = res.BackendParameters
 	if spec.Resources.DiskGB == 0 {
 		spec.Resources.DiskGB = DefaultDiskGB
+		if o.DiskGB > 0 {
+			spec.Resources.DiskGB = o.DiskGB
+		}
 	}
 	for i, ex := range t.Executors {
 		spec.Executors = append(spec.Executors, executorJob(t, id, i, ex, res, o))

@@ -143,6 +143,20 @@ func TestConvert(t *testing.T) {
 				t.Errorf("disk_gb %v", s.Resources.DiskGB)
 			}
 		}},
+		{"DEFAULT_DISK_GB sizes a task without disk_gb", base, ConvertOptions{DiskGB: 5}, func(t *testing.T, s *taskspec.Task) {
+			if s.Resources.DiskGB != 5 {
+				t.Errorf("disk_gb %v, want DEFAULT_DISK_GB's 5", s.Resources.DiskGB)
+			}
+		}},
+		{"DEFAULT_DISK_GB leaves a task's own disk_gb", func() *tesv1.Task {
+			tk := base()
+			tk.Resources = &tesv1.Resources{DiskGB: 3}
+			return tk
+		}, ConvertOptions{DiskGB: 5}, func(t *testing.T, s *taskspec.Task) {
+			if s.Resources.DiskGB != 3 {
+				t.Errorf("disk_gb %v, want the task's 3", s.Resources.DiskGB)
+			}
+		}},
 		{"inputs, outputs and volumes as they are", func() *tesv1.Task {
 			tk := base()
 			tk.Inputs = []tesv1.Input{{Name: "in", Path: "/data/in.txt", Content: "hello"}, {URL: "s3://b/dir", Path: "/data/dir", Type: tesv1.TypeDirectory}}

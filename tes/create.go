@@ -78,6 +78,9 @@ func (s *Server) create(c echo.Context) error {
 	caller := callerOf(c)
 	opts := s.Config.Convert
 	opts.User = caller.Label
+	if opts.DiskGB == 0 {
+		opts.DiskGB = s.Config.Steps.DefaultDiskGB
+	}
 	ctx := c.Request().Context()
 	var id string
 	for attempt := 0; ; attempt++ {

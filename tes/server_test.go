@@ -173,6 +173,40 @@ func TestCreateRefusesAndChangesNothing(t *testing.T) {
 
 // file:// URLs need a transfer volume: refused, naming the field, unless
 // the operator lists file storage (TES_STORAGE), which service-info shows.
+// A task created without disk_gb gets DEFAULT_DISK_GB (the handler's
+// setting, which the TES API reads) when it is set, else 0.1 as the TESK
+// API; one with its own keeps it.
+func TestCreateDefaultDiskSize(t *testing.T) {
+	a := newAPITest(t)
+	disk := func(task string) float64 {
+		t.Helper()
+		code, body := a.do(http.MethodPost, "/tasks", task)
+		if code != http.StatusOK {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		cm, err := a.client.CoreV1().ConfigMaps("tes").Get(context.Background(), body["id"].(string), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := taskspec.DecodeGzip(cm.BinaryData[taskspec.ConfigMapKey])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return spec.Resources.DiskGB
+	}
+	const without = `{"executors":[{"image":"a","command":["x"]}]}`
+	if got := disk(without); got != DefaultDiskGB {
+		t.Errorf("unset: disk_gb %v, want %v", got, DefaultDiskGB)
+	}
+	a.srv.Config.Steps.DefaultDiskGB = 4
+	if got := disk(without); got != 4 {
+		t.Errorf("DEFAULT_DISK_GB 4: disk_gb %v", got)
+	}
+	if got := disk(`{"executors":[{"image":"a","command":["x"]}],"resources":{"disk_gb":2}}`); got != 2 {
+		t.Errorf("the task's own: disk_gb %v, want 2", got)
+	}
+}
+
 func TestFileURLsNeedFileStorage(t *testing.T) {
 	task := `{"executors":[{"image":"a","command":["x"]}],"inputs":[{"path":"/d/a","url":"s3://b/a"}],"outputs":[{"path":"/d/b","url":"FILE:///transfer/b"}]}`
 	a := newAPITest(t)

@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/engine"
 	"helm.sh/helm/v4/pkg/kube"
 	kubefake "helm.sh/helm/v4/pkg/kube/fake"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -59,6 +63,40 @@ func renderChart(chrt ci.Charter, vals map[string]any) (string, error) {
 		return "", err
 	}
 	return manifest(r)
+}
+
+// RenderFiles renders the chart's templates as an install does, with vals
+// over values.yaml (checked against values.schema.json), and returns each
+// template's text by its file name (config.yaml), as written, comments
+// included; a template that renders nothing but blanks is left out.
+func RenderFiles(vals map[string]any) (map[string]string, error) {
+	chrt, err := loader.Load(ChartDir())
+	if err != nil {
+		return nil, err
+	}
+	caps := common.DefaultCapabilities.Copy()
+	kv, err := common.ParseKubeVersion("v1.33.0")
+	if err != nil {
+		return nil, err
+	}
+	caps.KubeVersion = *kv
+	opts := common.ReleaseOptions{Name: "tesk-knative", Namespace: "tesk", Revision: 1, IsInstall: true}
+	values, err := util.ToRenderValuesWithSchemaValidation(chrt, vals, opts, caps, false)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := engine.Render(chrt, values)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{}
+	for name, text := range rendered {
+		if path.Ext(name) != ".yaml" || strings.TrimSpace(text) == "" {
+			continue
+		}
+		files[path.Base(name)] = text
+	}
+	return files, nil
 }
 
 // Lint lints the chart with vals, as helm lint --strict does; it returns

@@ -7,12 +7,19 @@ import (
 	"testing"
 )
 
+var none = map[string]any{"mode": "none"}
+
 var oidc = map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://login.example.org/oidc/"}}}
 
 func TestLint(t *testing.T) {
 	basic := map[string]any{"auth": map[string]any{"mode": "basic", "basic": map[string]any{"usersSecret": "tes-users"}}}
 	for _, vals := range []map[string]any{oidc, basic, {"auth": map[string]any{"mode": "none"}},
-		{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}}}} {
+		{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}}},
+		{"auth": none, "expose": map[string]any{"via": "domainMapping", "host": "tes.example.org", "tlsSecret": "tes-tls"},
+			"filer":         map[string]any{"s3": map[string]any{"credentials": "[default]"}, "ftp": map[string]any{"username": "u", "password": "p"}, "netrc": map[string]any{"content": "machine x"}},
+			"broker":        map[string]any{"class": "Kafka", "config": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "kafka-broker-config", "namespace": "knative-eventing"}, "delivery": map[string]any{"deadLetterSink": map[string]any{"uri": "http://dead.example.org/"}}},
+			"observability": map[string]any{"otlp": map[string]any{"endpoint": "http://otel:4318"}}},
+		{"auth": none, "expose": map[string]any{"via": "ingress", "host": "tes.example.org", "ingress": map[string]any{"className": "nginx"}}}} {
 		if msgs := Lint(vals); len(msgs) > 0 {
 			t.Errorf("lint %v: %s", vals, strings.Join(msgs, "\n"))
 		}
@@ -46,7 +53,62 @@ func TestTemplateValues(t *testing.T) {
 			[]string{`BACKEND_PARAMETERS: "{\"zones\":{\"allowed\":[\"a\",\"b\"]}}"`}},
 		{"metrics", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{
 			"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}}}},
-			[]string{"kind: PodMonitor", "interval: 15s", "release: prom", `K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\": \"prometheus\"}"`}},
+			[]string{"kind: PodMonitor", "interval: 15s", "release: prom", `K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\":\"prometheus\"}"`}},
+		{"storage", map[string]any{"auth": none, "tasks": map[string]any{"storageClass": "fast-ssd", "defaultDiskGB": 2.5}},
+			[]string{`STORAGE_CLASS_NAME: "fast-ssd"`, `DEFAULT_DISK_GB: "2.5"`}},
+		// Numbers read from a values file are floats: large whole numbers
+		// keep their digits, as the handler parses whole numbers only.
+		{"large numbers", map[string]any{"auth": none, "tasks": map[string]any{"ttlSeconds": float64(2592000), "maxQueueSeconds": float64(1e7), "defaultDiskGB": float64(1048576)},
+			"handler": map[string]any{"maxScale": float64(1000000), "containerConcurrency": float64(1000)},
+			"broker":  map[string]any{"delivery": map[string]any{"steps": map[string]any{"retry": float64(10000000)}}}},
+			[]string{`TASK_TTL_SECONDS: "2592000"`, `TESK_MAX_QUEUE_SECONDS: "10000000"`, `DEFAULT_DISK_GB: "1048576"`, `autoscaling.knative.dev/max-scale: "1000000"`,
+				"containerConcurrency: 1000\n", "retry: 10000000\n"}},
+		{"tasks' pod security", map[string]any{"auth": none, "namespaces": map[string]any{"tasksPodSecurity": "restricted"},
+			"executors": map[string]any{"securityContext": map[string]any{"runAsNonRoot": true, "runAsUser": 1000}}},
+			[]string{"pod-security.kubernetes.io/enforce: restricted", `EXECUTOR_SECURITY_CONTEXT: "{\"runAsNonRoot\":true,\"runAsUser\":1000}"`}},
+		{"filer secrets created", map[string]any{"auth": none, "filer": map[string]any{
+			"s3":    map[string]any{"config": "[default]\nregion = eu-west-1\n", "credentials": "[default]\naws_access_key_id = K\n"},
+			"ftp":   map[string]any{"username": "u", "password": "p", "hosts": "ftp.example.org"},
+			"netrc": map[string]any{"content": "machine example.org login u password p\n"}}},
+			[]string{"name: aws-secret\n  namespace: tesk-tasks", `credentials: "[default]\naws_access_key_id = K\n"`, `config: "[default]\nregion = eu-west-1\n"`,
+				"name: tesk-filer-ftp\n  namespace: tesk-tasks", `username: "u"`, `password: "p"`, `TESK_FTP_SECRET_NAME: "tesk-filer-ftp"`, `TESK_FTP_HOSTS: "ftp.example.org"`,
+				"name: tesk-filer-netrc\n  namespace: tesk-tasks", `.netrc: "machine example.org login u password p\n"`, `NETRC_SECRET_NAME: "tesk-filer-netrc"`}},
+		{"filer secrets named", map[string]any{"auth": none, "filer": map[string]any{
+			"s3": map[string]any{"existingSecret": "my-s3"}, "ftp": map[string]any{"existingSecret": "my-ftp"}, "netrc": map[string]any{"existingSecret": "my-netrc"}}},
+			[]string{`AWS_SECRET_NAME: "my-s3"`, `TESK_FTP_SECRET_NAME: "my-ftp"`, `NETRC_SECRET_NAME: "my-netrc"`}},
+		{"broker", map[string]any{"auth": none, "broker": map[string]any{"class": "Kafka",
+			"config": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "kafka-broker-config", "namespace": "knative-eventing"},
+			"delivery": map[string]any{
+				"steps":          map[string]any{"retry": 20, "backoffPolicy": "linear", "backoffDelay": "PT2S"},
+				"changes":        map[string]any{"retry": 3, "backoffPolicy": "linear", "backoffDelay": "PT0.1S"},
+				"sweep":          map[string]any{"retry": 1, "backoffPolicy": "linear", "backoffDelay": "PT3S"},
+				"deadLetterSink": map[string]any{"uri": "http://dead.example.org/"}}}},
+			[]string{"eventing.knative.dev/broker.class: Kafka", "config:\n    apiVersion: v1\n    kind: ConfigMap\n    name: kafka-broker-config\n    namespace: knative-eventing",
+				"retry: 20\n    backoffPolicy: linear\n    backoffDelay: PT2S", "retry: 3\n    backoffPolicy: linear\n    backoffDelay: PT0.1S",
+				"retry: 1\n    backoffPolicy: linear\n    backoffDelay: PT3S", "deadLetterSink:\n      uri: http://dead.example.org/"}},
+		{"domain mapping", map[string]any{"auth": none, "expose": map[string]any{"via": "domainMapping", "host": "tes.example.org", "tlsSecret": "tes-tls"}},
+			[]string{"kind: DomainMapping\nmetadata:\n  name: tes.example.org\n  namespace: tesk", "    kind: Service\n    name: tesk-tes\n    namespace: tesk", "tls:\n    secretName: tes-tls"}},
+		{"ingress", map[string]any{"auth": none, "expose": map[string]any{"via": "ingress", "host": "tes.example.org", "tlsSecret": "tes-tls",
+			"ingress": map[string]any{"className": "nginx", "annotations": map[string]any{"nginx.ingress.kubernetes.io/upstream-vhost": "tesk-tes.tesk.svc.cluster.local"}}}},
+			[]string{"kind: Ingress", "ingressClassName: nginx", "nginx.ingress.kubernetes.io/upstream-vhost: tesk-tes.tesk.svc.cluster.local",
+				"- hosts: [tes.example.org]\n      secretName: tes-tls", "- host: tes.example.org", "name: tesk-tes\n                port:\n                  number: 80"}},
+		{"services", map[string]any{"auth": none,
+			"handler": map[string]any{"minScale": 1, "maxScale": 10, "containerConcurrency": 20, "resources": map[string]any{
+				"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"memory": "2Gi"}}},
+			"tes": map[string]any{"minScale": 2, "maxScale": 8, "containerConcurrency": 30, "resources": map[string]any{
+				"requests": map[string]any{"cpu": "200m", "memory": "96Mi"}, "limits": map[string]any{"memory": "768Mi"}}}},
+			[]string{`autoscaling.knative.dev/min-scale: "1"`, `autoscaling.knative.dev/max-scale: "10"`, "containerConcurrency: 20",
+				"requests:\n              cpu: 250m\n              memory: 256Mi", "limits:\n              memory: 2Gi",
+				`autoscaling.knative.dev/min-scale: "2"`, `autoscaling.knative.dev/max-scale: "8"`, "containerConcurrency: 30",
+				"requests:\n              cpu: 200m\n              memory: 96Mi", "limits:\n              memory: 768Mi"}},
+		{"otlp", map[string]any{"auth": none, "observability": map[string]any{"otlp": map[string]any{
+			"endpoint": "http://otel.observability:4318/", "protocol": "http/protobuf", "tracingSamplingRate": 0.25, "metricsExportInterval": "15s"}}},
+			[]string{`K_OBSERVABILITY_CONFIG: "{\"metrics-endpoint\":\"http://otel.observability:4318/v1/metrics\",\"metrics-export-interval\":\"15s\",\"metrics-protocol\":\"http/protobuf\",\"tracing-endpoint\":\"http://otel.observability:4318/v1/traces\",\"tracing-protocol\":\"http/protobuf\",\"tracing-sampling-rate\":\"0.25\"}"`}},
+		{"otlp traces beside the PodMonitor's metrics", map[string]any{"auth": none, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": true}},
+			"observability": map[string]any{"otlp": map[string]any{"endpoint": "http://otel.observability:4317", "protocol": "grpc"}}},
+			[]string{`K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\":\"prometheus\",\"tracing-endpoint\":\"http://otel.observability:4317\",\"tracing-protocol\":\"grpc\",\"tracing-sampling-rate\":\"1\"}"`}},
+		{"incomplete auth", map[string]any{"auth": map[string]any{"mode": "oidc", "allowIncomplete": true, "basic": map[string]any{"usersSecret": "later"}}},
+			[]string{`TES_AUTH: "oidc"`, `OIDC_ISSUER: ""`, `TES_BASIC_AUTH_FILE: ""`, "secretName: later\n            optional: true", "mountPath: /etc/tesk/basic-auth"}},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -115,6 +177,35 @@ func TestRefusals(t *testing.T) {
 		{"podMonitor not a boolean", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": "yes"}}}, "/metrics/podMonitor/enabled"},
 		{"scrape interval not a duration", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"interval": "30"}}}, "/metrics/podMonitor/interval"},
 		{"label not a string", map[string]any{"auth": map[string]any{"mode": "none"}, "metrics": map[string]any{"podMonitor": map[string]any{"labels": map[string]any{"n": 1}}}}, "/metrics/podMonitor/labels"},
+		{"storage class not a name", map[string]any{"auth": none, "tasks": map[string]any{"storageClass": "Fast SSD"}}, "/tasks/storageClass"},
+		{"no disk", map[string]any{"auth": none, "tasks": map[string]any{"defaultDiskGB": 0}}, "/tasks/defaultDiskGB"},
+		{"unknown pod security level", map[string]any{"auth": none, "namespaces": map[string]any{"tasksPodSecurity": "strict"}}, "/namespaces/tasksPodSecurity"},
+		{"executor security context field unknown", map[string]any{"auth": none, "executors": map[string]any{"securityContext": map[string]any{"runAsRoot": false}}}, "/executors/securityContext"},
+		{"executor user not a number", map[string]any{"auth": none, "executors": map[string]any{"securityContext": map[string]any{"runAsUser": "1000"}}}, "/executors/securityContext/runAsUser"},
+		{"ftp secret and values", map[string]any{"auth": none, "filer": map[string]any{"ftp": map[string]any{"existingSecret": "f", "username": "u", "password": "p"}}}, "filer.ftp: set either existingSecret"},
+		{"ftp user without password", map[string]any{"auth": none, "filer": map[string]any{"ftp": map[string]any{"username": "u"}}}, "filer.ftp: set both username and password"},
+		{"netrc secret and content", map[string]any{"auth": none, "filer": map[string]any{"netrc": map[string]any{"existingSecret": "n", "content": "machine x"}}}, "filer.netrc: set either existingSecret"},
+		{"s3 secret and values", map[string]any{"auth": none, "filer": map[string]any{"s3": map[string]any{"existingSecret": "s", "credentials": "[default]"}}}, "filer.s3: set either existingSecret"},
+		{"s3 secret not a name", map[string]any{"auth": none, "filer": map[string]any{"s3": map[string]any{"existingSecret": "S3 creds"}}}, "/filer/s3/existingSecret"},
+		{"s3 config without credentials", map[string]any{"auth": none, "filer": map[string]any{"s3": map[string]any{"config": "[default]"}}}, "filer.s3: config without credentials"},
+		{"ftp secret not a name", map[string]any{"auth": none, "filer": map[string]any{"ftp": map[string]any{"existingSecret": "My_FTP"}}}, "/filer/ftp/existingSecret"},
+		{"broker class not a name", map[string]any{"auth": none, "broker": map[string]any{"class": "Kafka Broker"}}, "/broker/class"},
+		{"broker config without a name", map[string]any{"auth": none, "broker": map[string]any{"config": map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}}, "/broker/config"},
+		{"negative retry", map[string]any{"auth": none, "broker": map[string]any{"delivery": map[string]any{"steps": map[string]any{"retry": -1}}}}, "/broker/delivery/steps/retry"},
+		{"unknown backoff policy", map[string]any{"auth": none, "broker": map[string]any{"delivery": map[string]any{"sweep": map[string]any{"backoffPolicy": "random"}}}}, "/broker/delivery/sweep/backoffPolicy"},
+		{"backoff delay not a duration", map[string]any{"auth": none, "broker": map[string]any{"delivery": map[string]any{"changes": map[string]any{"backoffDelay": "1s"}}}}, "/broker/delivery/changes/backoffDelay"},
+		{"dead letter sink neither ref nor uri", map[string]any{"auth": none, "broker": map[string]any{"delivery": map[string]any{"deadLetterSink": map[string]any{"name": "x"}}}}, "/broker/delivery/deadLetterSink"},
+		{"unknown exposure", map[string]any{"auth": none, "expose": map[string]any{"via": "loadBalancer"}}, "/expose/via"},
+		{"exposure without a host", map[string]any{"auth": none, "expose": map[string]any{"via": "ingress"}}, "expose.via is ingress: set expose.host"},
+		{"host not a name", map[string]any{"auth": none, "expose": map[string]any{"via": "domainMapping", "host": "https://tes.example.org"}}, "/expose/host"},
+		{"negative max scale", map[string]any{"auth": none, "handler": map[string]any{"maxScale": -1}}, "/handler/maxScale"},
+		{"min scale above max scale", map[string]any{"auth": none, "tes": map[string]any{"minScale": 6, "maxScale": 5}}, "tes.minScale is above tes.maxScale"},
+		{"concurrency out of range", map[string]any{"auth": none, "tes": map[string]any{"containerConcurrency": 5000}}, "/tes/containerConcurrency"},
+		{"resources not quantities", map[string]any{"auth": none, "handler": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "lots"}}}}, "/handler/resources/limits/memory"},
+		{"unknown resources key", map[string]any{"auth": none, "tes": map[string]any{"resources": map[string]any{"claims": []any{}}}}, "/tes/resources"},
+		{"otlp endpoint not a URL", map[string]any{"auth": none, "observability": map[string]any{"otlp": map[string]any{"endpoint": "otel:4317"}}}, "/observability/otlp/endpoint"},
+		{"unknown otlp protocol", map[string]any{"auth": none, "observability": map[string]any{"otlp": map[string]any{"protocol": "http/json"}}}, "/observability/otlp/protocol"},
+		{"sampling rate above 1", map[string]any{"auth": none, "observability": map[string]any{"otlp": map[string]any{"tracingSamplingRate": 2}}}, "/observability/otlp/tracingSamplingRate"},
 	}
 	for _, c := range cases {
 		_, err := Render(c.vals)

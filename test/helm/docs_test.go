@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // docs/helm.md's table names every value of values.yaml, and no other.
@@ -31,6 +34,33 @@ func TestDocsTable(t *testing.T) {
 	for k := range documented {
 		if !all[k] {
 			t.Errorf("docs/helm.md's table names %s, which values.yaml does not hold", k)
+		}
+	}
+}
+
+// docs/helm.md's production.yaml renders, and sets what it says it does.
+func TestDocsProductionValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(ChartDir(), "..", "..", "docs", "helm.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n# production.yaml\n(.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/helm.md has no production.yaml block")
+	}
+	vals := map[string]any{}
+	if err := yaml.Unmarshal(m[1], &vals); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(vals)
+	if err != nil {
+		t.Fatalf("production.yaml: %v", err)
+	}
+	for _, w := range []string{`STORAGE_CLASS_NAME: "fast-ssd"`, `DEFAULT_DISK_GB: "10"`, `TASK_TTL_SECONDS: "2592000"`, "kind: DomainMapping",
+		`AWS_SECRET_NAME: "tesk-s3"`, "eventing.knative.dev/broker.class: Kafka", `autoscaling.knative.dev/min-scale: "1"`,
+		`\"tracing-endpoint\":\"http://otel-collector.observability:4318/v1/traces\"`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("production.yaml's rendering lacks %q", w)
 		}
 	}
 }

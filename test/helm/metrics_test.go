@@ -1,6 +1,8 @@
 package helm
 
 import (
+	"encoding/json"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -74,7 +76,9 @@ func TestPodMonitorOn(t *testing.T) {
 	}
 	docs := documents(t, out)
 	for _, cm := range []string{"ConfigMap/tesk-handler-config", "ConfigMap/tesk-tes-config"} {
-		if v := dig(docs[cm], "data", "K_OBSERVABILITY_CONFIG"); v != `{"metrics-protocol": "prometheus"}` {
+		v, _ := dig(docs[cm], "data", "K_OBSERVABILITY_CONFIG").(string)
+		var got map[string]string
+		if err := json.Unmarshal([]byte(v), &got); err != nil || !reflect.DeepEqual(got, map[string]string{"metrics-protocol": "prometheus"}) {
 			t.Errorf("%s: K_OBSERVABILITY_CONFIG %v, want Prometheus", cm, v)
 		}
 	}
