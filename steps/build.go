@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -52,6 +53,16 @@ func (a Anchor) ownerRefs() []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: a.Name, UID: a.UID}}
 }
 
+// diskSize is gb GiB as a whole number of bytes, rounded up: the API server
+// warns that a fractional byte count (0.1 GiB is 107374182.4 bytes) is
+// invalid. A whole number of GiB keeps its Gi form.
+func diskSize(gb float64) resource.Quantity {
+	if gb == math.Trunc(gb) {
+		return resource.MustParse(strconv.FormatFloat(gb, 'f', -1, 64) + "Gi")
+	}
+	return *resource.NewQuantity(int64(math.Ceil(gb*(1<<30))), resource.BinarySI)
+}
+
 // BuildPVC is the task's volume claim: disk_gb gigabytes (DEFAULT_DISK_GB,
 // else 1, if unset), the storage class STORAGE_CLASS_NAME or the cluster's
 // default.
@@ -60,7 +71,7 @@ func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeCl
 	if gb <= 0 {
 		gb = cfg.diskGB()
 	}
-	size := resource.MustParse(strconv.FormatFloat(gb, 'f', -1, 64) + "Gi")
+	size := diskSize(gb)
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            taskmeta.PVCName(a.Name),

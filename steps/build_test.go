@@ -40,6 +40,7 @@ func TestBuildPVC(t *testing.T) {
 		{"behaviour §1.1: a fractional disk size", 1.5, 0, "", "1536Mi", func(s *string) bool { return s == nil }},
 		{"behaviour §1.1: no disk size: 1 GiB", 0, 0, "", "1Gi", func(s *string) bool { return s == nil }},
 		{"DEFAULT_DISK_GB sizes a task without disk size", 0, 0.5, "", "512Mi", func(s *string) bool { return s == nil }},
+		{"a fraction of a GiB is whole bytes, rounded up (0.1 GiB, the TESK API's default)", 0.1, 0, "", "107374183", func(s *string) bool { return s == nil }},
 		{"DEFAULT_DISK_GB leaves the task's own disk size", 3, 0.5, "", "3Gi", func(s *string) bool { return s == nil }},
 		{"STORAGE_CLASS_NAME sets the PVC's storage class", 3, 0, "fast", "3Gi", func(s *string) bool { return s != nil && *s == "fast" }},
 	}
@@ -52,7 +53,7 @@ func TestBuildPVC(t *testing.T) {
 			if pvc.Name != testTask+"-pvc" || pvc.Namespace != testNS {
 				t.Errorf("PVC %s/%s", pvc.Namespace, pvc.Name)
 			}
-			if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(quantity(c.size)) != 0 {
+			if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(quantity(c.size)) != 0 || got.MilliValue()%1000 != 0 {
 				t.Errorf("size %s, want %s", got.String(), c.size)
 			}
 			if !c.classOK(pvc.Spec.StorageClassName) {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -306,10 +307,12 @@ func stringsOf(docs [][]byte) []string {
 
 // variablesRead lists the environment variables the handler reads: the
 // string literal passed first to getenv and to the helpers that wrap it in
-// cmd/handler/main.go (def, boolEnv) and steps/config.go (get, intIn).
+// cmd/handler/main.go (def, and cmdutil.Env's methods called on env) and
+// steps/config.go (get, intIn), and backendparams.EnvVar where
+// backendparams.FromEnv is called.
 func variablesRead(t *testing.T) map[string]bool {
 	t.Helper()
-	readers := map[string]bool{"getenv": true, "def": true, "boolEnv": true, "get": true, "intIn": true}
+	readers := map[string]bool{"getenv": true, "def": true, "env.String": true, "env.Bool": true, "get": true, "intIn": true}
 	found := map[string]bool{}
 	for _, f := range []string{"cmd/handler/main.go", "steps/config.go"} {
 		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", f), nil, 0)
@@ -321,8 +324,11 @@ func variablesRead(t *testing.T) map[string]bool {
 			if !ok || len(call.Args) == 0 {
 				return true
 			}
-			id, ok := call.Fun.(*ast.Ident)
-			if !ok || !readers[id.Name] {
+			if readerName(call.Fun) == "backendparams.FromEnv" {
+				found[backendparams.EnvVar] = true
+				return true
+			}
+			if !readers[readerName(call.Fun)] {
 				return true
 			}
 			lit, ok := call.Args[0].(*ast.BasicLit)
@@ -339,6 +345,20 @@ func variablesRead(t *testing.T) map[string]bool {
 		t.Fatalf("found only %d variables read by the handler (%v): the scan of the sources no longer works", len(found), sortedKeys(found))
 	}
 	return found
+}
+
+// readerName is the name of a called function: f, or env.f for a method
+// of the variable env (cmdutil.Env).
+func readerName(fun ast.Expr) string {
+	switch f := fun.(type) {
+	case *ast.Ident:
+		return f.Name
+	case *ast.SelectorExpr:
+		if x, ok := f.X.(*ast.Ident); ok {
+			return x.Name + "." + f.Sel.Name
+		}
+	}
+	return ""
 }
 
 // notConfigured are variables the handler reads that the deployment must

@@ -89,21 +89,21 @@ func TestTESConfigMapHoldsEveryVariable(t *testing.T) {
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]+$`)
 
 // tesVariablesRead lists the names passed to getenv and its wrappers (def,
-// parseBool) in cmd/tes/main.go.
+// and cmdutil.Env's methods called on env) in cmd/tes/main.go.
 func tesVariablesRead(t *testing.T) map[string]bool {
 	t.Helper()
 	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "cmd", "tes", "main.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers := map[string]bool{"getenv": true, "def": true, "parseBool": true}
+	readers := map[string]bool{"getenv": true, "def": true, "env.String": true, "env.Bool": true}
 	found := map[string]bool{}
 	ast.Inspect(file, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
 			return true
 		}
-		if id, ok := call.Fun.(*ast.Ident); !ok || !readers[id.Name] {
+		if !readers[readerName(call.Fun)] {
 			return true
 		}
 		for _, a := range call.Args {
