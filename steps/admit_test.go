@@ -323,6 +323,9 @@ func TestRefusedTasksCreateNothing(t *testing.T) {
 			if a.Annotations[taskmeta.AnnotationState] != tesv1.StateSystemError || !strings.Contains(a.Annotations[taskmeta.AnnotationReason], c.field) {
 				t.Errorf("anchor %v, want SYSTEM_ERROR naming %s", a.Annotations, c.field)
 			}
+			if a.Labels[taskmeta.LabelState] != tesv1.StateSystemError {
+				t.Errorf("labels %v, want the final state's", a.Labels)
+			}
 			if n := api.count("create", "jobs", "") + api.count("create", "persistentvolumeclaims", ""); n != 0 {
 				t.Errorf("%d objects created", n)
 			}

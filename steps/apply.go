@@ -79,7 +79,10 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 	if plan.Final != nil {
 		ann := finalAnnotations(plan.Final, r.now())
 		plan.addTTL(ann)
-		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": ann})
+		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
+			"labels":      map[string]string{taskmeta.LabelState: plan.Final.State},
+			"annotations": ann,
+		})
 		if apierrors.IsConflict(err) {
 			return conflicted, nil
 		}
@@ -97,7 +100,8 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 	return finished, nil
 }
 
-// finalAnnotations are the anchor's annotations of a task that ended.
+// finalAnnotations are the anchor's annotations of a task that ended (its
+// label taskmeta.LabelState is written beside them).
 func finalAnnotations(f *Final, now time.Time) map[string]string {
 	return map[string]string{
 		taskmeta.AnnotationState:  f.State,

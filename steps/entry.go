@@ -40,6 +40,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			// sweep see it; the event is answered 400 (behaviour §8.5).
 			final := &Final{State: tesv1.StateSystemError, Reason: bad.Error()}
 			cm.Annotations = finalAnnotations(final, r.now())
+			cm.Labels[taskmeta.LabelState] = final.State
 			cm.Annotations[taskmeta.AnnotationTTL] = TTLValue(r.Config.TaskTTL)
 		}
 		err := r.call(ctx, func(ctx context.Context) error {

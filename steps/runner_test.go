@@ -67,7 +67,7 @@ func TestFailingAJob(t *testing.T) {
 		"get configmaps task-1234abcd",
 		"get jobs ex-00",
 		"list pods",
-		"patch configmaps task-1234abcd {ended,reason,state}",
+		"patch configmaps task-1234abcd {ended,reason,state,state}",
 	}
 	for _, c := range errorClasses {
 		if c.want == kubeapi.Missing {
@@ -158,14 +158,14 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 				"get configmaps task-1234abcd",
 				"get jobs ex-00",
 				pvc,
-				"patch configmaps task-1234abcd {ended,reason,state}",
+				"patch configmaps task-1234abcd {ended,reason,state,state}",
 			}
 			if got := api.requests(); !slices.Equal(got, want) {
 				t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 			a := api.anchor()
-			if res.State != tesv1.StateCanceled || a.Annotations[taskmeta.AnnotationState] != tesv1.StateCanceled {
-				t.Errorf("state %s, written %q; want CANCELED", res.State, a.Annotations[taskmeta.AnnotationState])
+			if res.State != tesv1.StateCanceled || a.Annotations[taskmeta.AnnotationState] != tesv1.StateCanceled || a.Labels[taskmeta.LabelState] != tesv1.StateCanceled {
+				t.Errorf("state %s, written %q, labelled %q; want CANCELED", res.State, a.Annotations[taskmeta.AnnotationState], a.Labels[taskmeta.LabelState])
 			}
 			if r := a.Annotations[taskmeta.AnnotationReason]; !strings.Contains(r, "Task cancelled\nDeleting job 'task-1234abcd-ex-00' was rejected") {
 				t.Errorf("reason %q, want the cancel and a line naming the kept job", r)

@@ -2,12 +2,14 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -156,7 +158,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	}
 
 	now := r.now()
-	var due, unstarted []string
+	var due, unstarted, unlabelled []string
 	counts := NewTaskCounts()
 	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
@@ -170,6 +172,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		}
 		u, d, skipped := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
 		unstarted, due = append(unstarted, u...), append(due, d...)
+		unlabelled = append(unlabelled, endedUnlabelled(anchors)...)
 		for _, err := range skipped {
 			r.log(ctx).Warnw("Sweep skips a task it cannot read", "error", err)
 		}
@@ -180,6 +183,8 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	}
 	res.Counts = counts
 	res.Tasks, res.Active = counts.Tasks(), counts.Active()
+
+	r.labelEnded(ctx, ns, unlabelled)
 
 	// Something is due: take the task's step as an event would, from a
 	// fresh read, so that a write never rests on the lists' snapshot.
@@ -206,6 +211,51 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		res.Stepped = append(res.Stepped, step)
 	}
 	return res, errors.Join(errs...)
+}
+
+// labelBatch bounds how many anchors one sweep labels with their final
+// state (labelEnded).
+const labelBatch = 1000
+
+// endedUnlabelled are the tasks that ended without the label of their final
+// state (those ended by a version that did not write it), of a record
+// format this version reads.
+func endedUnlabelled(anchors []metav1.ObjectMeta) []string {
+	var out []string
+	for _, m := range anchors {
+		state := m.Annotations[taskmeta.AnnotationState]
+		if state != "" && m.Labels[taskmeta.LabelState] != state && taskmeta.IsAnchor(m) && taskmeta.CheckFormat(m) == nil {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// labelEnded labels anchors with their final state, labelBatch at most, so
+// that the TES API's list can select a final state on the API server. A
+// failure is a warning: the next sweep tries again.
+func (r *Runner) labelEnded(ctx context.Context, ns string, tasks []string) {
+	for _, task := range tasks[:min(len(tasks), labelBatch)] {
+		err := r.call(ctx, func(ctx context.Context) error {
+			cm, err := r.Client.CoreV1().ConfigMaps(ns).Get(ctx, task, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			state := cm.Annotations[taskmeta.AnnotationState]
+			if state == "" || cm.Labels[taskmeta.LabelState] == state {
+				return nil
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+				"resourceVersion": cm.ResourceVersion,
+				"labels":          map[string]string{taskmeta.LabelState: state},
+			}})
+			_, err = r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, task, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			r.log(ctx).Warnw("Sweep could not label an ended task with its state", "task", task, "error", err)
+		}
+	}
 }
 
 // sweepPage decides on a page of anchors from the jobs and the pending pods

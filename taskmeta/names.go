@@ -67,6 +67,17 @@ const (
 	AnnotationCreator = AnnotationPrefix + "creator"
 )
 
+// The service's own labels on an anchor, for the TES API's list to select
+// by on the API server.
+const (
+	// LabelState (anchor) is the task's final TES state, written with
+	// AnnotationState in the same patch.
+	LabelState = AnnotationPrefix + "state"
+	// LabelOrderedID (anchor) says the task's id is one of NewID's, which
+	// sort the newer task first.
+	LabelOrderedID = AnnotationPrefix + "ordered-id"
+)
+
 // Parts of a task, in the order they run. The job names are TESK's:
 // <task>-inputs-filer, <task>-ex-NN, <task>-outputs-filer.
 const (

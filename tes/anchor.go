@@ -42,6 +42,9 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 	cm := taskmeta.NewAnchor(ns, id, taskspec.Gzip(taskJSON))
 	cm.Annotations[steps.AnnotationSubmittedBy] = steps.SubmittedByTESAPI
 	cm.BinaryData[TaskKey] = taskspec.Gzip(raw)
+	if _, ordered := taskmeta.IDTime(id); ordered {
+		cm.Labels[taskmeta.LabelOrderedID] = "true"
+	}
 	if c.Label != "" {
 		cm.Labels[taskmeta.LabelCreator] = c.Label
 		cm.Annotations[taskmeta.AnnotationCreator] = c.Subject

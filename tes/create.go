@@ -2,8 +2,6 @@ package tes
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -84,7 +83,7 @@ func (s *Server) create(c echo.Context) error {
 	ctx := c.Request().Context()
 	var id string
 	for attempt := 0; ; attempt++ {
-		id = NewID()
+		id = taskmeta.NewID(s.now())
 		raw, err := Convert(t, id, opts)
 		if err != nil {
 			return s.fail(c, err)
@@ -130,11 +129,4 @@ func (s *Server) post(ctx context.Context, typ, eventID, task string) {
 	if res := s.Events.Send(ctx, ev); cloudevents.IsUndelivered(res) || !cloudevents.IsACK(res) {
 		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", typ, "task", task, "error", res)
 	}
-}
-
-// NewID draws a task id as the TESK API does: task- and 8 hex digits.
-func NewID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "task-" + hex.EncodeToString(b[:])
 }

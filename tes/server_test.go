@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -121,14 +120,14 @@ func TestCreateWritesTheAnchorAndPostsTheSubmission(t *testing.T) {
 		t.Fatalf("create: %d %v", code, body)
 	}
 	id, _ := body["id"].(string)
-	if !regexp.MustCompile(`^task-[0-9a-f]{8}$`).MatchString(id) || len(body) != 1 {
-		t.Fatalf("answer %v: want only an id task-<8 hex>", body)
+	if _, ordered := taskmeta.IDTime(id); !ordered || len(body) != 1 {
+		t.Fatalf("answer %v: want only an id of taskmeta.NewID", body)
 	}
 	cm, err := a.client.CoreV1().ConfigMaps("tes").Get(context.Background(), id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels[taskmeta.LabelTask] != id || cm.Annotations[steps.AnnotationSubmittedBy] != steps.SubmittedByTESAPI ||
+	if cm.Labels[taskmeta.LabelTask] != id || cm.Labels[taskmeta.LabelOrderedID] != "true" || cm.Annotations[steps.AnnotationSubmittedBy] != steps.SubmittedByTESAPI ||
 		cm.Annotations[taskmeta.AnnotationTaskName] != "hello" || cm.Annotations[AnnotationTags] != `{"project":"p1"}` {
 		t.Errorf("anchor metadata %v %v", cm.Labels, cm.Annotations)
 	}
@@ -327,90 +326,6 @@ func TestServiceInfo(t *testing.T) {
 	}
 }
 
-func meta(name string, created int64, ann map[string]string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Labels: map[string]string{taskmeta.LabelTask: name},
-		CreationTimestamp: metav1.NewTime(time.Unix(created, 0)), Annotations: ann}
-}
-
-func TestPageNewestFirstWithoutDuplicatesOrGaps(t *testing.T) {
-	var all []metav1.ObjectMeta
-	for i := 0; i < 300; i++ {
-		// Several tasks per second: the name breaks ties.
-		all = append(all, meta(fmt.Sprintf("task-%08x", i), int64(1000+i/7), nil))
-	}
-	seen := map[string]bool{}
-	var order []string
-	q := ListQuery{PageSize: 64}
-	for pages := 0; ; pages++ {
-		page, more := Page(all, q)
-		for _, m := range page {
-			if seen[m.Name] {
-				t.Fatalf("%s twice", m.Name)
-			}
-			seen[m.Name] = true
-			order = append(order, m.Name)
-		}
-		if !more {
-			break
-		}
-		last := page[len(page)-1]
-		tok, err := parsePageToken(pageToken{Created: last.CreationTimestamp.Unix(), Name: last.Name}.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.Token = tok
-		// A task created meanwhile is newer: it does not move the pages.
-		all = append(all, meta(fmt.Sprintf("task-new%04d", pages), 5000, nil))
-	}
-	if len(order) != 300 || order[0] != "task-0000012b" || order[299] != "task-00000000" {
-		t.Errorf("%d tasks, first %s, last %s", len(order), order[0], order[len(order)-1])
-	}
-}
-
-func TestListFilters(t *testing.T) {
-	all := []metav1.ObjectMeta{
-		meta("task-00000001", 1, map[string]string{taskmeta.AnnotationTaskName: "align-1", AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
-		meta("task-00000002", 2, map[string]string{taskmeta.AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: tesv1.StateComplete}),
-		meta("task-00000003", 3, map[string]string{taskmeta.AnnotationTaskName: "call-1", AnnotationTags: `{"foo":""}`}),
-		meta("task-00000004", 4, map[string]string{taskmeta.AnnotationTaskName: "call-2"}),
-		{Name: "other", Labels: map[string]string{"app": "x"}},
-	}
-	cases := []struct {
-		query string
-		want  []string
-	}{
-		{"", []string{"task-00000004", "task-00000003", "task-00000002", "task-00000001"}},
-		{"name_prefix=align", []string{"task-00000002", "task-00000001"}},
-		{"state=COMPLETE", []string{"task-00000002"}},
-		{"state=EXECUTOR_ERROR", []string{}},
-		// A state a task passes through is derived from the jobs and pods
-		// (TestListStateFilterAgreesWithGet), not filtered by Page.
-		{"state=QUEUED", []string{"task-00000004", "task-00000003", "task-00000002", "task-00000001"}},
-		{"tag_key=foo&tag_value=bar", []string{"task-00000001"}},
-		{"tag_key=foo", []string{"task-00000003", "task-00000002", "task-00000001"}},
-		{"tag_key=foo&tag_value=bar&tag_key=baz&tag_value=bat", []string{"task-00000001"}},
-		{"tag_key=foo&tag_value=bat&tag_key=baz", []string{}},
-		{"tag_key=missing", []string{}},
-	}
-	for _, c := range cases {
-		t.Run(c.query, func(t *testing.T) {
-			v, _ := url.ParseQuery(c.query)
-			q, err := ParseListQuery(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			page, more := Page(all, q)
-			got := []string{}
-			for _, m := range page {
-				got = append(got, m.Name)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(c.want) || more {
-				t.Errorf("got %v (more %v), want %v", got, more, c.want)
-			}
-		})
-	}
-}
-
 func TestListQueryErrors(t *testing.T) {
 	for q, want := range map[string]string{
 		"page_size=0":    "page_size",
@@ -418,8 +333,10 @@ func TestListQueryErrors(t *testing.T) {
 		"state=DONE":     "state",
 		"page_token=%%%": "page_token",
 		"page_token=abc": "page_token",
-		"view=SOME":      "view",
-		"tag_value=a":    "tag_value",
+		// A token of the version that ordered by creation time.
+		"page_token=eyJjIjoxNzAwMDAwMDAwLCJuIjoidGFzay0xMjM0YWJjZCJ9": "page_token",
+		"view=SOME":   "view",
+		"tag_value=a": "tag_value",
 	} {
 		v, err := url.ParseQuery(q)
 		if err != nil {
@@ -453,7 +370,7 @@ func TestLabelSafe(t *testing.T) {
 }
 
 func FuzzParseListQuery(f *testing.F) {
-	for _, s := range []string{"", "page_size=10&page_token=" + (pageToken{Created: 5, Name: "task-1"}).String(), "tag_key=a&tag_value=b&tag_key=c", "state=RUNNING&view=FULL", "page_token=%00"} {
+	for _, s := range []string{"", "page_size=10&page_token=" + (pageToken{Continue: "k", After: "task-1"}).String(), "page_token=" + (pageToken{Unordered: true}).String(), "tag_key=a&tag_value=b&tag_key=c", "state=RUNNING&view=FULL", "page_token=%00"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -471,7 +388,7 @@ func FuzzParseListQuery(f *testing.F) {
 		if q.PageSize < 1 || q.PageSize > MaxPageSize {
 			t.Fatalf("page size %d", q.PageSize)
 		}
-		if q.Token != nil && q.Token.Name == "" {
+		if q.Token != nil && *q.Token == (pageToken{}) {
 			t.Fatalf("a token without a position")
 		}
 	})

@@ -30,7 +30,7 @@ type Store struct {
 
 var configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// listChunk is how many anchors one LIST call returns.
+// listChunk is how many anchors one LIST call of a filtered scan returns.
 const listChunk = 1000
 
 // Anchor reads a task's anchor (a NotFound error when there is none).
@@ -57,28 +57,13 @@ func (st Store) Cancel(ctx context.Context, id string) error {
 	})
 }
 
-// AnchorMetadata lists the metadata of the ConfigMaps of a label selector,
-// listChunk at a time, keeping those keep accepts.
-func (st Store) AnchorMetadata(ctx context.Context, selector string, keep func(metav1.ObjectMeta) bool) ([]metav1.ObjectMeta, error) {
-	var out []metav1.ObjectMeta
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: listChunk}
-	for {
-		l, err := kubeapi.Get(ctx, func(ctx context.Context) (*metav1.PartialObjectMetadataList, error) {
-			return st.Metadata.Resource(configMapsResource).Namespace(st.Namespace).List(ctx, opts)
-		})
-		if err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			if keep(l.Items[i].ObjectMeta) {
-				out = append(out, l.Items[i].ObjectMeta)
-			}
-		}
-		if l.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = l.Continue
-	}
+// AnchorChunk is one LIST of the metadata of ConfigMaps (a chunk of the
+// list's scan: its options carry the selector, the limit and the API
+// server's continue token).
+func (st Store) AnchorChunk(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return kubeapi.Get(ctx, func(ctx context.Context) (*metav1.PartialObjectMetadataList, error) {
+		return st.Metadata.Resource(configMapsResource).Namespace(st.Namespace).List(ctx, opts)
+	})
 }
 
 // Anchors lists the ConfigMaps of a label selector, whole.

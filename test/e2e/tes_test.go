@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -504,12 +505,20 @@ func TestTESListPagingAndFilters(t *testing.T) {
 			t.Errorf("%s listed, not created here", id)
 		}
 	}
-	// Newest first.
+	// Newest first: in the order the TES API drew the ids, each within a
+	// second of the task's creation time.
 	r, raw := list("view=BASIC&page_size=300")
-	for i := 1; i < len(raw); i++ {
-		if raw[i-1]["creation_time"].(string) < raw[i]["creation_time"].(string) {
-			t.Fatalf("not newest first at %d: %v then %v", i, raw[i-1]["creation_time"], raw[i]["creation_time"])
+	var prev time.Time
+	for i, tk := range raw {
+		drawn, ok := taskmeta.IDTime(tk["id"].(string))
+		created, err := time.Parse(time.RFC3339, tk["creation_time"].(string))
+		if !ok || err != nil || created.Sub(drawn.Truncate(time.Second)).Abs() > time.Second {
+			t.Fatalf("%v: id drawn at %v, created %v", tk["id"], drawn, tk["creation_time"])
 		}
+		if i > 0 && drawn.After(prev) {
+			t.Fatalf("not newest first at %d: %v drawn at %v after %v", i, tk["id"], drawn, prev)
+		}
+		prev = drawn
 	}
 	for _, tk := range raw {
 		checkTaskBody(t, tk, tesv1.ViewBasic)
@@ -551,6 +560,45 @@ func TestTESListPagingAndFilters(t *testing.T) {
 		if code, body := api.do(http.MethodGet, "/tasks?"+q, nil); code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s, want 400", q, code, body)
 		}
+	}
+
+	// Anchors of TESK's ids (task- and 8 hex digits, as an earlier version
+	// of this API drew them): listed after the others, in id order; one
+	// ended before its final state was labelled.
+	var legacy []string
+	for i := range 12 {
+		id := fmt.Sprintf("task-%08x", 0x1000+i*0x777)
+		task := &tesv1.Task{Name: fmt.Sprintf("legacy-%02d", i), Executors: []tesv1.Executor{{Image: "alpine", Command: []string{"true"}}}}
+		raw, err := tes.Convert(task, id, tes.ConvertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := tes.BuildAnchor(e.ns, id, task, raw, tes.Caller{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			cm.Annotations[taskmeta.AnnotationState] = tesv1.StateComplete
+		}
+		if _, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		legacy = append(legacy, id)
+	}
+	got = all("page_size=7")
+	if len(got) != n+len(legacy) || !slices.Equal(got[n:], legacy) {
+		t.Errorf("with TESK's ids: %d tasks, the last %d %v; want %d, the last TESK's in id order %v", len(got), len(legacy), got[min(n, len(got)):], n+len(legacy), legacy)
+	}
+	for q, want := range map[string][]string{
+		"name_prefix=legacy-0": legacy[:10],
+		"state=COMPLETE":       {legacy[3]},
+	} {
+		if got := all(q + "&page_size=4"); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", q, got, want)
+		}
+	}
+	if got := all("state=QUEUED&page_size=50"); len(got) != n-5+len(legacy)-1 {
+		t.Errorf("state=QUEUED with TESK's ids: %d tasks, want %d", len(got), n-5+len(legacy)-1)
 	}
 }
 
