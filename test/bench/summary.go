@@ -30,7 +30,7 @@ type Summary struct {
 	Sweeps   []SweepSummary
 	Load     *LoadSummary
 	TES      *TESSummary
-	TESPage  *TESPageSummary
+	TESPages []TESPageSummary
 	Cold     *ColdStartSummary
 }
 
@@ -101,10 +101,14 @@ type TESSummary struct {
 	Create, GetMinimal, GetFull, ListMinimal EventFigure
 }
 
-// TESPageSummary: a page of 256 in a namespace of Tasks tasks.
+// TESPageSummary: a page of 256 in a namespace of Tasks tasks: the first
+// page in MINIMAL and BASIC; where measured, the pages that follow (each
+// from the token of the one before), a page of a filter the API server
+// cannot apply, and the Go heap a MINIMAL page allocates (KiB, median).
 type TESPageSummary struct {
-	Tasks          int
-	Minimal, Basic EventFigure
+	Tasks                           int
+	Minimal, Basic, Later, Filtered EventFigure
+	AllocKiB                        int64
 }
 
 // ColdStartSummary: exec of bin/handler to /readyz 200.
@@ -219,11 +223,20 @@ func (s *Summary) Markdown() string {
 		rows = append(rows, [2]string{fmt.Sprintf("TES API, %s tasks one after another", num(t.Tasks)),
 			fmt.Sprintf("create %s; %s; list of 256 MINIMAL %s", eventText(t.Create, "request"), get, eventText(t.ListMinimal, "request"))})
 	}
-	if p := s.TESPage; p != nil {
-		rows = append(rows, [2]string{fmt.Sprintf("TES API, a page of 256 in a namespace of %s tasks", num(p.Tasks)),
-			fmt.Sprintf("MINIMAL p50 %s (%s, %s KiB read); BASIC p50 %s (%s, %s KiB)",
-				msText(p.Minimal.P50), plural(float64(p.Minimal.Requests), "request"), num(p.Minimal.KiB),
-				msText(p.Basic.P50), plural(float64(p.Basic.Requests), "request"), num(p.Basic.KiB))})
+	for _, p := range s.TESPages {
+		f := fmt.Sprintf("MINIMAL p50 %s (%s, %s KiB read); BASIC p50 %s (%s, %s KiB)",
+			msText(p.Minimal.P50), plural(float64(p.Minimal.Requests), "request"), num(p.Minimal.KiB),
+			msText(p.Basic.P50), plural(float64(p.Basic.Requests), "request"), num(p.Basic.KiB))
+		if p.Later.N > 0 {
+			f += fmt.Sprintf("; the %d pages after the first, MINIMAL p50 %s (%s, %s KiB)", p.Later.N, msText(p.Later.P50), plural(float64(p.Later.Requests), "request"), num(p.Later.KiB))
+		}
+		if p.Filtered.N > 0 {
+			f += fmt.Sprintf("; a tag filter, p50 %s (%s, %s KiB)", msText(p.Filtered.P50), plural(float64(p.Filtered.Requests), "request"), num(p.Filtered.KiB))
+		}
+		if p.AllocKiB > 0 {
+			f += fmt.Sprintf("; %s KiB allocated a MINIMAL page", num(p.AllocKiB))
+		}
+		rows = append(rows, [2]string{fmt.Sprintf("TES API, a page of 256 in a namespace of %s tasks", num(p.Tasks)), f})
 	}
 	if c := s.Cold; c != nil {
 		rows = append(rows, [2]string{fmt.Sprintf("cold start, exec of bin/handler to `/readyz` 200, %d starts", c.Starts),
@@ -291,8 +304,12 @@ func (s *Summary) Headline() string {
 	}
 	if t := s.TES; t != nil {
 		f := fmt.Sprintf("create p50 %s; get p50 %s (MINIMAL), %s (FULL)", msText(t.Create.P50), msText(t.GetMinimal.P50), msText(t.GetFull.P50))
-		if p := s.TESPage; p != nil {
-			f += fmt.Sprintf("; a page of 256 in %s tasks p50 %s (MINIMAL)", num(p.Tasks), msText(p.Minimal.P50))
+		if len(s.TESPages) > 0 {
+			var tasks, p50s []string
+			for _, p := range s.TESPages {
+				tasks, p50s = append(tasks, num(p.Tasks)), append(p50s, msText(p.Minimal.P50))
+			}
+			f += fmt.Sprintf("; a page of 256 in %s tasks p50 %s (MINIMAL)", strings.Join(tasks, " / "), strings.Join(p50s, " / "))
 		}
 		row("TES API", f)
 	}

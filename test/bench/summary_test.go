@@ -28,10 +28,10 @@ func run1203() *Summary {
 			{Tasks: 1000, InProcess: msd(237.7), Requests: 5, Process: msd(149.3), ReadyKiB: 25293, PeakKiB: 40340, ProcessMeasured: true},
 			{Tasks: 10000, InProcess: msd(3293.4), Requests: 41, Process: msd(2412.7), ReadyKiB: 25293, PeakKiB: 47800, ProcessMeasured: true},
 		},
-		Load:    &LoadSummary{Senders: 64, NothingDue: 284.3, NothingDueReqs: 2, Ignored: 965.7, IgnoredReqs: 0},
-		TES:     &TESSummary{Tasks: 300, Create: EventFigure{P50: msd(6.3), Requests: 1}, GetMinimal: EventFigure{P50: msd(6.1), Requests: 3}, GetFull: EventFigure{P50: msd(6.1), Requests: 3}, ListMinimal: EventFigure{P50: msd(11.2), Requests: 1}},
-		TESPage: &TESPageSummary{Tasks: 10000, Minimal: EventFigure{P50: msd(230.3), Requests: 10, KiB: 4943}, Basic: EventFigure{P50: msd(296.6), Requests: 13, KiB: 5168}},
-		Cold:    &ColdStartSummary{Starts: 7, P50: msd(15.2), P90: msd(34.4)},
+		Load:     &LoadSummary{Senders: 64, NothingDue: 284.3, NothingDueReqs: 2, Ignored: 965.7, IgnoredReqs: 0},
+		TES:      &TESSummary{Tasks: 300, Create: EventFigure{P50: msd(6.3), Requests: 1}, GetMinimal: EventFigure{P50: msd(6.1), Requests: 3}, GetFull: EventFigure{P50: msd(6.1), Requests: 3}, ListMinimal: EventFigure{P50: msd(11.2), Requests: 1}},
+		TESPages: []TESPageSummary{{Tasks: 10000, Minimal: EventFigure{P50: msd(230.3), Requests: 10, KiB: 4943}, Basic: EventFigure{P50: msd(296.6), Requests: 13, KiB: 5168}}},
+		Cold:     &ColdStartSummary{Starts: 7, P50: msd(15.2), P90: msd(34.4)},
 	}
 }
 
@@ -56,7 +56,7 @@ func TestSummaryMarkdownOfParts(t *testing.T) {
 		want, lack []string
 	}{
 		{"-only tes", &Summary{Start: full.Start, End: full.End, Cores: 2, GoVersion: "go1.26.8", LoadMin: 3, LoadMax: 3, Command: "`go run ./test/bench -only=tes`",
-			TES: full.TES, TESPage: full.TESPage},
+			TES: full.TES, TESPages: full.TESPages},
 			[]string{"load average 3.0, `go run ./test/bench -only=tes`.", "| TES API, 300 tasks one after another |", "4,943 KiB read"},
 			[]string{"### Steps", "### Waiting tasks", "sweep over", "cold start, exec", "events/s"}},
 		{"-baseline=false", &Summary{Start: full.Start, End: full.End.Add(24 * time.Hour), Cores: 2, GoVersion: "go1.26.8", LoadMin: 0.5, LoadMax: 9.96, Command: "`go run ./test/bench -baseline=false`",

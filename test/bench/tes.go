@@ -9,7 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
@@ -54,11 +59,14 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var flagTESTasks = flag.Int("tes-namespace-tasks", 10000, "tasks in the namespace of the TES API's list benchmark")
+var flagTESTasks = flag.String("tes-namespace-tasks", "10000,100000", "tasks in the namespace of the TES API's list benchmark, comma-separated, rising")
 
 // benchTES measures the TES API: create, get and list latency, and a page of
 // 256 tasks in a namespace of many (latency, API requests, bytes read).
 func benchTES(ctx context.Context, c *cluster.Cluster) error {
+	if err := parseTESCounts(); err != nil {
+		return err
+	}
 	ns := "bench-tes"
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
@@ -168,42 +176,114 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 	sum.TES = &TESSummary{Tasks: n, Create: fig(create), GetMinimal: fig(getMin), GetFull: fig(getFull), ListMinimal: fig(listMin)}
 
 	// A namespace of many tasks: anchors as the TES API writes them, created
-	// directly (faster than through the API; the same objects).
-	total := *flagTESTasks
-	begin := time.Now()
-	if err := createTESAnchors(ctx, c, ns, n, total); err != nil {
-		return err
-	}
-	fmt.Printf("\n== TES API: a page of 256 in a namespace of %d tasks (created in %.1fs)\n", total, time.Since(begin).Seconds())
-	page := &TESPageSummary{Tasks: total}
-	sum.TESPage = page
-	for _, v := range []string{tesv1.ViewMinimal, tesv1.ViewBasic} {
-		var f figure
-		for i := 0; i < 7; i++ {
+	// directly (faster than through the API; the same objects), grown to
+	// each count in turn.
+	have := n
+	for _, total := range tesCounts {
+		begin := time.Now()
+		if err := createTESAnchors(ctx, c, ns, have, total); err != nil {
+			return err
+		}
+		have = total
+		fmt.Printf("\n== TES API: a page of 256 in a namespace of %d tasks (created in %.1fs)\n", total, time.Since(begin).Seconds())
+		page := TESPageSummary{Tasks: total}
+		var allocs []int64
+		for _, v := range []string{tesv1.ViewMinimal, tesv1.ViewBasic} {
+			var f figure
+			for i := 0; i < 7; i++ {
+				var r tesv1.ListTasksResponse
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
+				if err := measure(&f, func() error { return call(http.MethodGet, api+"/tasks?page_size=256&view="+v, nil, &r) }); err != nil {
+					return err
+				}
+				runtime.ReadMemStats(&ms1)
+				if v == tesv1.ViewMinimal {
+					allocs = append(allocs, int64(ms1.TotalAlloc-ms0.TotalAlloc)>>10)
+				}
+				if len(r.Tasks) != 256 || r.NextPageToken == "" {
+					return fmt.Errorf("list %s: %d tasks, token %q", v, len(r.Tasks), r.NextPageToken)
+				}
+			}
+			fmt.Printf("  list %-7s: %s  API requests %s  KiB read %s\n", v, pct(f.ds), ipct(f.requests), ipct(f.bytes))
+			if v == tesv1.ViewMinimal {
+				page.Minimal = fig(f)
+			} else {
+				page.Basic = fig(f)
+			}
+		}
+		page.AllocKiB = medianInt(allocs)
+		fmt.Printf("  Go heap allocated by a MINIMAL page (KiB): %s\n", ipct(allocs))
+		// The pages after the first, each from the one before's token.
+		var later figure
+		token := ""
+		for i := 0; i < 8; i++ {
 			var r tesv1.ListTasksResponse
-			if err := measure(&f, func() error { return call(http.MethodGet, api+"/tasks?page_size=256&view="+v, nil, &r) }); err != nil {
+			q := api + "/tasks?page_size=256"
+			if token != "" {
+				q += "&page_token=" + url.QueryEscape(token)
+			}
+			do := func() error { return call(http.MethodGet, q, nil, &r) }
+			if i == 0 {
+				if err := do(); err != nil {
+					return err
+				}
+			} else if err := measure(&later, do); err != nil {
 				return err
 			}
 			if len(r.Tasks) != 256 || r.NextPageToken == "" {
-				return fmt.Errorf("list %s: %d tasks, token %q", v, len(r.Tasks), r.NextPageToken)
+				return fmt.Errorf("list page %d: %d tasks, token %q", i+1, len(r.Tasks), r.NextPageToken)
+			}
+			token = r.NextPageToken
+		}
+		page.Later = fig(later)
+		fmt.Printf("  pages 2-8 MINIMAL: %s  API requests %s  KiB read %s\n", pct(later.ds), ipct(later.requests), ipct(later.bytes))
+		// A filter the API server cannot apply: tags (every bulk task has
+		// k=v; one page of them).
+		var filtered figure
+		for i := 0; i < 7; i++ {
+			var r tesv1.ListTasksResponse
+			if err := measure(&filtered, func() error {
+				return call(http.MethodGet, api+"/tasks?page_size=256&tag_key=k&tag_value=v", nil, &r)
+			}); err != nil {
+				return err
+			}
+			if len(r.Tasks) != 256 {
+				return fmt.Errorf("list by tag: %d tasks", len(r.Tasks))
 			}
 		}
-		fmt.Printf("  list %-7s: %s  API requests %s  KiB read %s\n", v, pct(f.ds), ipct(f.requests), ipct(f.bytes))
-		if v == tesv1.ViewMinimal {
-			page.Minimal = fig(f)
-		} else {
-			page.Basic = fig(f)
+		page.Filtered = fig(filtered)
+		fmt.Printf("  list MINIMAL, tag filter: %s  API requests %s  KiB read %s\n", pct(filtered.ds), ipct(filtered.requests), ipct(filtered.bytes))
+		// A filter that keeps no task: the scan stops at its bound and
+		// answers an empty page with a token.
+		var none figure
+		for i := 0; i < 3; i++ {
+			var r tesv1.ListTasksResponse
+			if err := measure(&none, func() error { return call(http.MethodGet, api+"/tasks?page_size=256&name_prefix=none", nil, &r) }); err != nil {
+				return err
+			}
+			if len(r.Tasks) != 0 || r.NextPageToken == "" {
+				return fmt.Errorf("list of a prefix no task has: %d tasks, token %q", len(r.Tasks), r.NextPageToken)
+			}
 		}
+		fmt.Printf("  list MINIMAL, a name prefix no task has (the bound of one page): %s  API requests %s  KiB read %s\n", pct(none.ds), ipct(none.requests), ipct(none.bytes))
+		sum.TESPages = append(sum.TESPages, page)
 	}
-	var filtered figure
-	for i := 0; i < 7; i++ {
-		if err := measure(&filtered, func() error {
-			return call(http.MethodGet, api+"/tasks?page_size=256&state=COMPLETE&tag_key=k&tag_value=v", nil, nil)
-		}); err != nil {
-			return err
+	return nil
+}
+
+// tesCounts are the namespace sizes of the list benchmark.
+var tesCounts []int
+
+func parseTESCounts() error {
+	tesCounts = nil
+	for _, f := range strings.Split(*flagTESTasks, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 300+256*8 || (len(tesCounts) > 0 && n <= tesCounts[len(tesCounts)-1]) {
+			return fmt.Errorf("-tes-namespace-tasks: %q is not a rising list of counts of %d or more", *flagTESTasks, 300+256*8)
 		}
+		tesCounts = append(tesCounts, n)
 	}
-	fmt.Printf("  list MINIMAL, state and tag filter: %s  API requests %s  KiB read %s\n\n", pct(filtered.ds), ipct(filtered.requests), ipct(filtered.bytes))
 	return nil
 }
 
@@ -218,8 +298,8 @@ func createTESAnchors(ctx context.Context, c *cluster.Cluster, ns string, from, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range idx {
-				id := fmt.Sprintf("task-b%07x", i)
+			for range idx {
+				id := taskmeta.NewID(time.Now())
 				raw, err := tes.Convert(t, id, tes.ConvertOptions{})
 				var cm *corev1.ConfigMap
 				if err == nil {
