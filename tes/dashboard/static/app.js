@@ -359,7 +359,7 @@
       h('td', {}, String((t.executors || []).length)),
       h('td', {}, h('div', { class: 'tags' }, Object.keys(t.tags || {}).map(k => h('span', { class: 'tag' }, t.tags[k] ? k + '=' + t.tags[k] : k))))));
     const body = $('rows');
-    body.replaceChildren(...(rows.length ? rows : [h('tr', { id: 'no-tasks' }, h('td', { colspan: 6, class: 'muted' }, p.toString() ? 'No task matches these filters.' : 'No tasks yet.'))]));
+    body.replaceChildren(...(rows.length ? rows : [h('tr', { id: 'no-tasks' }, h('td', { colspan: 6, class: 'muted' }, data.next_page_token ? 'No task of this page matches these filters; a page looks at a bounded number of tasks, and older ones follow (Older →).' : p.toString() ? 'No task matches these filters.' : 'No tasks yet.'))]));
     body.dataset.loaded = '1';
     $('list-count').textContent = tasks.length + (tasks.length === 1 ? ' task' : ' tasks') + ' on this page';
     $('list-updated').textContent = 'updated ' + new Date().toLocaleTimeString() + (S.refresh > 0 ? ', again every ' + S.refresh + ' s' : '');
