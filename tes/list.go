@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -146,6 +147,10 @@ type metaLister func(ctx context.Context, opts metav1.ListOptions) (*metav1.Part
 // chunk at a time, from a page token; it reads no more than its budget.
 type scanner struct {
 	list metaLister
+	// whole, when set, lists whole anchors where the API server applies
+	// every filter; read keeps them by name.
+	whole func(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error)
+	read  map[string]*corev1.ConfigMap
 	q    ListQuery
 	// selector is the label selector of every LIST (the task label, the
 	// caller's creator label); keep is the filter the API server cannot
@@ -207,16 +212,43 @@ func (sc *scanner) listChunk(ctx context.Context, want int) error {
 		limit = listChunk
 	}
 	limit = max(1, min(limit, sc.budget))
-	l, err := sc.list(ctx, metav1.ListOptions{LabelSelector: sc.runSelector(), Limit: int64(limit), Continue: sc.pos.Continue})
-	sc.requests++
+	// A page that keeps every anchor it reads, in a view that shows the
+	// submitted task, reads the anchors whole: the page's blobs, and no
+	// other, in the same request.
+	whole := sc.whole != nil && !sc.filtered()
+	list := func(cont string) ([]metav1.ObjectMeta, string, error) {
+		sc.requests++
+		opts := metav1.ListOptions{LabelSelector: sc.runSelector(), Limit: int64(limit), Continue: cont}
+		if whole {
+			l, err := sc.whole(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			metas := make([]metav1.ObjectMeta, len(l.Items))
+			for i := range l.Items {
+				metas[i] = l.Items[i].ObjectMeta
+				sc.read[l.Items[i].Name] = &l.Items[i]
+			}
+			return metas, l.Continue, nil
+		}
+		l, err := sc.list(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		metas := make([]metav1.ObjectMeta, len(l.Items))
+		for i := range l.Items {
+			metas[i] = l.Items[i].ObjectMeta
+		}
+		return metas, l.Continue, nil
+	}
+	items, next, err := list(sc.pos.Continue)
 	var st apierrors.APIStatus
 	switch {
 	case err != nil && apierrors.IsResourceExpired(err) && errors.As(err, &st) && st.Status().Continue != "":
 		// The token outlived the API server's history: go on from where
 		// it stood, as the objects are now.
 		sc.pos.Continue = st.Status().Continue
-		l, err = sc.list(ctx, metav1.ListOptions{LabelSelector: sc.runSelector(), Limit: int64(limit), Continue: sc.pos.Continue})
-		sc.requests++
+		items, next, err = list(sc.pos.Continue)
 	case err != nil && sc.pos.Continue != "" && (apierrors.IsResourceExpired(err) || apierrors.IsBadRequest(err)):
 		if apierrors.IsBadRequest(err) {
 			return bad("page_token: the API server refused its position (%v)", err)
@@ -224,21 +256,16 @@ func (sc *scanner) listChunk(ctx context.Context, want int) error {
 		// Expired with no way on: the run again from its start, skipping
 		// to After.
 		sc.pos.Continue = ""
-		l, err = sc.list(ctx, metav1.ListOptions{LabelSelector: sc.runSelector(), Limit: int64(limit)})
-		sc.requests++
+		items, next, err = list("")
 	}
 	if err != nil {
 		return err
-	}
-	items := make([]metav1.ObjectMeta, len(l.Items))
-	for i := range l.Items {
-		items[i] = l.Items[i].ObjectMeta
 	}
 	// The API server lists names in order; the order is what the token
 	// rests on, so it is made sure of.
 	slices.SortFunc(items, func(a, b metav1.ObjectMeta) int { return strings.Compare(a.Name, b.Name) })
 	sc.budget -= len(items)
-	sc.chunk, sc.next, sc.listed = items, l.Continue, true
+	sc.chunk, sc.next, sc.listed = items, next, true
 	return nil
 }
 
@@ -349,7 +376,7 @@ func (s *Server) list(c echo.Context) error {
 		page, resp.NextPageToken, err = pageOf(ctx, sc, q.PageSize)
 		if err == nil {
 			resp.Tasks = make([]tesv1.Task, len(page))
-			err = s.views(ctx, page, q.View, resp.Tasks)
+			err = s.views(ctx, page, q.View, resp.Tasks, sc.read)
 		}
 	}
 	if err != nil {
@@ -360,7 +387,11 @@ func (s *Server) list(c echo.Context) error {
 
 // scanner is a scan of the namespace's anchors for a query, from its token.
 func (s *Server) scanner(q ListQuery, selector string, keep func(metav1.ObjectMeta) bool) *scanner {
-	sc := &scanner{list: s.store().AnchorChunk, q: q, selector: selector, keep: keep, budget: q.PageSize + ScanBeyond}
+	sc := &scanner{list: s.store().AnchorChunk, q: q, selector: selector, keep: keep, budget: q.PageSize + ScanBeyond,
+		read: map[string]*corev1.ConfigMap{}}
+	if q.View != tesv1.ViewMinimal {
+		sc.whole = s.store().AnchorsChunk
+	}
 	if q.Token != nil {
 		sc.pos = *q.Token
 	}
@@ -438,7 +469,7 @@ func (s *Server) pageInState(ctx context.Context, sc *scanner, q ListQuery) ([]m
 			metas[i] = m.meta
 		}
 		states := make([]tesv1.Task, len(chunk))
-		if err := s.views(ctx, metas, tesv1.ViewMinimal, states); err != nil {
+		if err := s.views(ctx, metas, tesv1.ViewMinimal, states, nil); err != nil {
 			return nil, nil, "", err
 		}
 		for i, t := range states {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -309,5 +310,39 @@ func TestFullLastPageHasNoToken(t *testing.T) {
 	}
 	if page, next = scanPage(t, p, "page_size=10", next); !slices.Equal(page, []string{"task-00000001"}) || next != "" {
 		t.Errorf("the next page: %v, token %q; want TESK's id alone and no token", page, next)
+	}
+}
+
+// A BASIC page without a filter the API server cannot apply reads its
+// anchors whole in the scan's LISTs (the ordered ids, then TESK's, none
+// here) and reads them no second time; with a name prefix it scans
+// metadata and reads the page's anchors once.
+func TestBasicPageReadsItsAnchorsOnce(t *testing.T) {
+	a := newAPITest(t)
+	for i := range 3 {
+		if code, body := a.do(http.MethodPost, "/tasks", fmt.Sprintf(`{"name":"t-%d","executors":[{"image":"a","command":["x"]}]}`, i)); code != http.StatusOK {
+			t.Fatalf("create: %d %v", code, body)
+		}
+	}
+	a.withMetadata()
+	for q, want := range map[string]int{"view=BASIC": 2, "view=BASIC&name_prefix=t-": 1, "view=MINIMAL": 0} {
+		a.client.ClearActions()
+		code, body := a.do(http.MethodGet, "/tasks?"+q, "")
+		tasks, _ := body["tasks"].([]any)
+		if code != http.StatusOK || len(tasks) != 3 {
+			t.Fatalf("%s: %d %v", q, code, body)
+		}
+		if q != "view=MINIMAL" && tasks[0].(map[string]any)["name"] == nil {
+			t.Errorf("%s: no name in %v", q, tasks[0])
+		}
+		lists := 0
+		for _, act := range a.client.Actions() {
+			if act.GetVerb() == "list" && act.GetResource().Resource == "configmaps" {
+				lists++
+			}
+		}
+		if lists != want {
+			t.Errorf("%s: %d LISTs of whole ConfigMaps, want %d", q, lists, want)
+		}
 	}
 }

@@ -66,6 +66,14 @@ func (st Store) AnchorChunk(ctx context.Context, opts metav1.ListOptions) (*meta
 	})
 }
 
+// AnchorsChunk is one LIST of whole ConfigMaps (a chunk of the list's scan
+// in a view that shows the submitted task).
+func (st Store) AnchorsChunk(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	return kubeapi.Get(ctx, func(ctx context.Context) (*corev1.ConfigMapList, error) {
+		return st.Client.CoreV1().ConfigMaps(st.Namespace).List(ctx, opts)
+	})
+}
+
 // Anchors lists the ConfigMaps of a label selector, whole.
 func (st Store) Anchors(ctx context.Context, selector string) ([]corev1.ConfigMap, error) {
 	l, err := kubeapi.Get(ctx, func(ctx context.Context) (*corev1.ConfigMapList, error) {

@@ -120,7 +120,10 @@ const viewChunk = 256
 // holds besides, and for BASIC and FULL a third (the anchors, for the
 // submitted task). A task deleted meanwhile keeps its place with the state
 // its metadata gives.
-func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []tesv1.Task) error {
+//
+// read holds anchors already read whole (by the list's scan): a chunk whose
+// anchors are all there is not read again.
+func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view string, out []tesv1.Task, read map[string]*corev1.ConfigMap) error {
 	for from := 0; from < len(page); from += viewChunk {
 		chunk := page[from:min(from+viewChunk, len(page))]
 		names := make([]string, len(chunk))
@@ -144,7 +147,14 @@ func (s *Server) views(ctx context.Context, page []metav1.ObjectMeta, view strin
 				}
 				return
 			}
-			cms, cerr = s.store().Anchors(ctx, sel)
+			for _, m := range chunk {
+				cm, ok := read[m.Name]
+				if !ok {
+					cms, cerr = s.store().Anchors(ctx, sel)
+					return
+				}
+				cms = append(cms, *cm)
+			}
 		}()
 		jobs, pods, err := s.store().JobsAndPods(ctx, sel)
 		<-done
@@ -191,5 +201,5 @@ func (s *Server) fill(ctx context.Context, page []metav1.ObjectMeta, view string
 	if view == tesv1.ViewMinimal {
 		return nil
 	}
-	return s.views(ctx, page, view, tasks)
+	return s.views(ctx, page, view, tasks, nil)
 }
