@@ -151,7 +151,7 @@ type scanner struct {
 	// every filter; read keeps them by name.
 	whole func(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error)
 	read  map[string]*corev1.ConfigMap
-	q    ListQuery
+	q     ListQuery
 	// selector is the label selector of every LIST (the task label, the
 	// caller's creator label); keep is the filter the API server cannot
 	// apply.
