@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"knative.dev/pkg/observability/tracing"
 )
 
 // apiServer answers GET of a ConfigMap as an API server would, and keeps
@@ -35,6 +37,8 @@ func apiServer(t *testing.T, got chan<- string) *httptest.Server {
 // A request made with a step's context is a client span, the step's child,
 // and carries the trace context to the API server.
 func TestAPIRequestChildSpans(t *testing.T) {
+	// The trace context is the process's propagator's, which Setup sets.
+	otel.SetTextMapPropagator(tracing.DefaultTextMapPropagator())
 	got := make(chan string, 1)
 	srv := apiServer(t, got)
 	rec := tracetest.NewSpanRecorder()
@@ -74,6 +78,7 @@ func TestAPIRequestChildSpans(t *testing.T) {
 // their traceparent; the events they post carry their trace context; they
 // are counted by route, never by task id.
 func TestAPIMiddlewareAndEvents(t *testing.T) {
+	otel.SetTextMapPropagator(tracing.DefaultTextMapPropagator())
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	r := sdkmetric.NewManualReader()
