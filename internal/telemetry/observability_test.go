@@ -21,8 +21,8 @@ import (
 	k8smetrics "k8s.io/client-go/tools/metrics"
 	"sigs.k8s.io/yaml"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
 // exposed serves every instrument of the handler and the TES API through
@@ -43,7 +43,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	st.End(sctx, http.StatusOK, false, nil)
 	s.SweptTasks(map[string]int{"QUEUED": 1}, 1, map[string]time.Time{"QUEUED": time.Now()})
 
-	a, err := telemetry.NewAPI(p.Meter, p.Tracer)
+	a, err := tes.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,8 @@ func expressions(t *testing.T) map[string]string {
 
 // Every metric and label of the project's that the dashboard and the alert
 // rules name is one the exporter serves, under the name it serves it by:
-// they cannot drift from internal/telemetry.
+// they cannot drift from the instruments (server's, tes's and the client-go
+// metrics of internal/telemetry).
 func TestDashboardAndAlertsNameExposedMetrics(t *testing.T) {
 	metrics, labels := exposed(t)
 	exprs := expressions(t)
