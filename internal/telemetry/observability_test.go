@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -57,16 +56,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	k8smetrics.RequestResult.Increment(ctx, "200", "get", "h")
 	k8smetrics.RequestLatency.Observe(ctx, "get", url.URL{}, time.Millisecond)
 
-	var body []byte
-	for i := 0; i < 50; i++ {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	body := scrape(addr)
 	metrics, labels = map[string]bool{}, map[string]bool{}
 	label := regexp.MustCompile(`[{,]([a-zA-Z_][a-zA-Z0-9_]*)="`)
 	sc := bufio.NewScanner(strings.NewReader(string(body)))

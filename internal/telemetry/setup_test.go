@@ -52,16 +52,7 @@ func TestPrometheus(t *testing.T) {
 	}
 	ctx, st := s.StartStep(context.Background(), nil, nil, "sweep")
 	st.End(ctx, 200, false, nil)
-	var body []byte
-	for i := 0; i < 50; i++ {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	body := scrape(addr)
 	if !strings.Contains(string(body), `tesk_events_total{cloudevents_event_type="other"`) {
 		t.Fatalf("no tesk_events_total at /metrics:\n%s", body)
 	}
@@ -87,4 +78,19 @@ func prometheusProvider(t *testing.T) (*telemetry.Providers, string) {
 	}
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	return p, addr
+}
+
+// scrape reads the Prometheus exposition at addr's /metrics, once the
+// exporter's server answers (nothing if it never does).
+func scrape(addr string) []byte {
+	for i := 0; i < 50; i++ {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return body
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }
