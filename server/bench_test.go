@@ -40,7 +40,7 @@ func BenchmarkStepTelemetry(b *testing.B) {
 			}
 			defer func() { _ = p.Shutdown(context.Background()) }()
 			s := newTestServer()
-			if s.Telemetry, err = telemetry.NewSteps(p.Meter, p.Tracer); err != nil {
+			if s.Telemetry, err = NewSteps(p.Meter, p.Tracer); err != nil {
 				b.Fatal(err)
 			}
 			e := s.Echo()

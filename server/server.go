@@ -42,7 +42,7 @@ type Server struct {
 
 	// Telemetry are the instruments and tracer of the steps (nil: from
 	// otel's global providers, on first use).
-	Telemetry *telemetry.Steps
+	Telemetry *Steps
 
 	draining atomic.Bool
 	events   k8sevents.EventBroadcaster
@@ -50,15 +50,15 @@ type Server struct {
 }
 
 // telemetry returns the steps' instruments.
-func (s *Server) telemetry() *telemetry.Steps {
+func (s *Server) telemetry() *Steps {
 	s.telOnce.Do(func() {
 		if s.Telemetry != nil {
 			return
 		}
-		t, err := telemetry.NewSteps(otel.GetMeterProvider(), otel.GetTracerProvider())
+		t, err := NewSteps(otel.GetMeterProvider(), otel.GetTracerProvider())
 		if err != nil {
 			s.Log.Errorw("No metrics or traces of the steps", "error", err)
-			t, _ = telemetry.NewSteps(metricnoop.NewMeterProvider(), tracenoop.NewTracerProvider())
+			t, _ = NewSteps(metricnoop.NewMeterProvider(), tracenoop.NewTracerProvider())
 		}
 		s.Telemetry = t
 	})

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -43,7 +42,7 @@ func newObservedServer(t *testing.T) (*Server, recorded) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.metrics))
 	var err error
-	if s.Telemetry, err = telemetry.NewSteps(mp, tp); err != nil {
+	if s.Telemetry, err = NewSteps(mp, tp); err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.DebugLevel)
@@ -89,10 +88,10 @@ func TestStepSpanFromTraceparentHeader(t *testing.T) {
 		t.Errorf("name %q", sp.Name())
 	}
 	attrs := attribute.NewSet(sp.Attributes()...)
-	if v, _ := attrs.Value(telemetry.AttrTask); v.AsString() != "task-1" {
+	if v, _ := attrs.Value(AttrTask); v.AsString() != "task-1" {
 		t.Errorf("the span names task %q", v.AsString())
 	}
-	if v, _ := attrs.Value(telemetry.AttrOutcome); v.AsString() != telemetry.OutcomeDone {
+	if v, _ := attrs.Value(AttrOutcome); v.AsString() != OutcomeDone {
 		t.Errorf("outcome %q", v.AsString())
 	}
 }
@@ -214,20 +213,20 @@ func TestStepMetrics(t *testing.T) {
 	post(t, s, "no.such.type", `{}`, nil)
 	points := collect(t, rec.metrics)
 
-	typ := func(v string) attribute.KeyValue { return attribute.String(telemetry.AttrEventType, v) }
-	out := func(v string) attribute.KeyValue { return attribute.String(telemetry.AttrOutcome, v) }
+	typ := func(v string) attribute.KeyValue { return attribute.String(AttrEventType, v) }
+	out := func(v string) attribute.KeyValue { return attribute.String(AttrOutcome, v) }
 	for _, c := range []struct {
 		metric string
 		kv     []attribute.KeyValue
 		want   int64
 	}{
-		{telemetry.MetricEvents, []attribute.KeyValue{typ("task.submitted"), out(telemetry.OutcomeDone)}, 1},
-		{telemetry.MetricEvents, []attribute.KeyValue{typ("task.submitted"), out(telemetry.OutcomeRefused)}, 1},
-		{telemetry.MetricEvents, []attribute.KeyValue{typ("job.finished"), out(telemetry.OutcomeIgnored)}, 1},
-		{telemetry.MetricEvents, []attribute.KeyValue{typ("other"), out(telemetry.OutcomeRefused)}, 1},
-		{telemetry.MetricStepDuration, []attribute.KeyValue{typ("task.submitted"), out(telemetry.OutcomeDone)}, 1},
-		{telemetry.MetricActions, []attribute.KeyValue{attribute.String(telemetry.AttrActionKind, "create-job")}, 1},
-		{telemetry.MetricTasksEnded, []attribute.KeyValue{attribute.String(telemetry.AttrState, "SYSTEM_ERROR")}, 1},
+		{MetricEvents, []attribute.KeyValue{typ("task.submitted"), out(OutcomeDone)}, 1},
+		{MetricEvents, []attribute.KeyValue{typ("task.submitted"), out(OutcomeRefused)}, 1},
+		{MetricEvents, []attribute.KeyValue{typ("job.finished"), out(OutcomeIgnored)}, 1},
+		{MetricEvents, []attribute.KeyValue{typ("other"), out(OutcomeRefused)}, 1},
+		{MetricStepDuration, []attribute.KeyValue{typ("task.submitted"), out(OutcomeDone)}, 1},
+		{MetricActions, []attribute.KeyValue{attribute.String(AttrActionKind, "create-job")}, 1},
+		{MetricTasksEnded, []attribute.KeyValue{attribute.String(AttrState, "SYSTEM_ERROR")}, 1},
 	} {
 		if got := value(points, c.metric, c.kv...); got != c.want {
 			t.Errorf("%s %v = %d, want %d", c.metric, c.kv, got, c.want)
@@ -278,41 +277,41 @@ func TestSweepMetrics(t *testing.T) {
 		bodies = append(bodies, res.Body.String())
 	}
 	points := collect(t, rec.metrics)
-	if n := value(points, telemetry.MetricActions, attribute.String(telemetry.AttrActionKind, "delete-job")); n != 1 {
+	if n := value(points, MetricActions, attribute.String(AttrActionKind, "delete-job")); n != 1 {
 		t.Errorf("delete-job actions: %d, want 1 (sweeps: %s)", n, bodies)
 	}
-	if n := value(points, telemetry.MetricTasksEnded, attribute.String(telemetry.AttrState, "CANCELED")); n != 1 {
+	if n := value(points, MetricTasksEnded, attribute.String(AttrState, "CANCELED")); n != 1 {
 		t.Errorf("tasks ended CANCELED: %d, want 1 (sweeps: %s)", n, bodies)
 	}
-	if n := value(points, telemetry.MetricEvents, attribute.String(telemetry.AttrEventType, "dev.knative.sources.ping"), attribute.String(telemetry.AttrOutcome, telemetry.OutcomeDone)); n != 2 {
+	if n := value(points, MetricEvents, attribute.String(AttrEventType, "dev.knative.sources.ping"), attribute.String(AttrOutcome, OutcomeDone)); n != 2 {
 		t.Errorf("sweep events: %d, want 2", n)
 	}
 	// The gauges hold the last sweep's counts: it found the task CANCELING
 	// (its job gone, its end not yet written), and every other state empty.
 	states := 0
 	for _, p := range points {
-		if p.metric == telemetry.MetricTasks {
+		if p.metric == MetricTasks {
 			states++
 		}
 	}
 	if states != len(steps.ServiceStates) {
-		t.Errorf("%d states in %s, want %d", states, telemetry.MetricTasks, len(steps.ServiceStates))
+		t.Errorf("%d states in %s, want %d", states, MetricTasks, len(steps.ServiceStates))
 	}
 	for _, c := range []struct {
 		metric string
 		kv     []attribute.KeyValue
 		want   int64
 	}{
-		{telemetry.MetricTasks, []attribute.KeyValue{attribute.String(telemetry.AttrState, tesv1.StateCanceling)}, 1},
-		{telemetry.MetricTasks, []attribute.KeyValue{attribute.String(telemetry.AttrState, tesv1.StateQueued)}, 0},
-		{telemetry.MetricTasksQueued, nil, 0},
+		{MetricTasks, []attribute.KeyValue{attribute.String(AttrState, tesv1.StateCanceling)}, 1},
+		{MetricTasks, []attribute.KeyValue{attribute.String(AttrState, tesv1.StateQueued)}, 0},
+		{MetricTasksQueued, nil, 0},
 	} {
 		if got := value(points, c.metric, c.kv...); got != c.want {
 			t.Errorf("%s %v = %d, want %d (sweeps: %s)", c.metric, c.kv, got, c.want, bodies)
 		}
 	}
 	for _, p := range points {
-		if p.metric == telemetry.MetricTasksStepAge {
+		if p.metric == MetricTasksStepAge {
 			t.Errorf("%s %v: no task QUEUED, INITIALIZING or RUNNING was found", p.metric, p.attrs)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
-	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -50,7 +49,7 @@ type Server struct {
 	Now      func() time.Time
 	// Telemetry, when set, makes each request a span and counts requests
 	// and created tasks.
-	Telemetry *telemetry.API
+	Telemetry *Telemetry
 	// Ready, when set, says why the API cannot serve yet (GET /readyz
 	// answers 503 with it), or nil.
 	Ready func() error

@@ -169,7 +169,7 @@ func run(args []string, getenv func(string) string) error {
 		return err
 	}
 	defer tel.Flush(log, 10*time.Second)
-	api, err := telemetry.NewAPI(tel.Meter, tel.Tracer)
+	api, err := tes.NewTelemetry(tel.Meter, tel.Tracer)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func run(args []string, getenv func(string) string) error {
 	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api, Ready: ready}
 	if cfg.Sink != "" {
 		// Each event carries the trace context of the request that posts it.
-		rt := telemetry.EventTransport(http.DefaultTransport, tel.Tracer)
+		rt := tes.EventTransport(http.DefaultTransport, tel.Tracer)
 		if srv.Events, err = cloudevents.NewClientHTTP(cehttp.WithRoundTripper(rt)); err != nil {
 			return err
 		}

@@ -1,10 +1,9 @@
-package telemetry
+package telemetry_test
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,7 +17,11 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	k8smetrics "k8s.io/client-go/tools/metrics"
 	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
 // exposed serves every instrument of the handler and the TES API through
@@ -30,7 +33,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	p, addr := prometheusProvider(t)
 	ctx := context.Background()
 
-	s, err := NewSteps(p.Meter, p.Tracer)
+	s, err := server.NewSteps(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	st.End(sctx, http.StatusOK, false, nil)
 	s.SweptTasks(map[string]int{"QUEUED": 1}, 1, map[string]time.Time{"QUEUED": time.Now()})
 
-	a, err := NewAPI(p.Meter, p.Tracer)
+	a, err := tes.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,19 +52,11 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	e.GET("/ga4gh/tes/v1/tasks", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/ga4gh/tes/v1/tasks", nil))
 
-	clientResult{}.Increment(ctx, "200", "get", "h")
-	clientLatency{}.Observe(ctx, "get", url.URL{}, time.Millisecond)
+	// Through client-go's hooks, which Setup took.
+	k8smetrics.RequestResult.Increment(ctx, "200", "get", "h")
+	k8smetrics.RequestLatency.Observe(ctx, "get", url.URL{}, time.Millisecond)
 
-	var body []byte
-	for i := 0; i < 50; i++ {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	body := scrape(addr)
 	metrics, labels = map[string]bool{}, map[string]bool{}
 	label := regexp.MustCompile(`[{,]([a-zA-Z_][a-zA-Z0-9_]*)="`)
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
@@ -211,7 +206,8 @@ func expressions(t *testing.T) map[string]string {
 
 // Every metric and label of the project's that the dashboard and the alert
 // rules name is one the exporter serves, under the name it serves it by:
-// they cannot drift from internal/telemetry.
+// they cannot drift from the instruments (server's, tes's and the client-go
+// metrics of internal/telemetry).
 func TestDashboardAndAlertsNameExposedMetrics(t *testing.T) {
 	metrics, labels := exposed(t)
 	exprs := expressions(t)

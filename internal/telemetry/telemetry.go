@@ -1,8 +1,11 @@
 // Package telemetry is the OpenTelemetry of the handler and the TES API,
 // set up as Knative components set theirs up (knative.dev/pkg/observability):
 // metrics and traces pushed over OTLP when configured, nothing otherwise,
-// Prometheus only on request. The instruments of the steps and the API
-// requests are here too, so that the decisions stay free of them.
+// Prometheus only on request. It holds what both services share: the
+// configuration, the providers, the resource, the traced client-go transport,
+// the client-go request metrics and the log fields of a span. Each service's
+// own instruments are beside the code they measure: the handler's steps' in
+// package server, the TES API's requests' in package tes.
 package telemetry
 
 import (

@@ -2,18 +2,11 @@ package telemetry
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
-	"reflect"
-	"strings"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"knative.dev/pkg/observability/metrics"
 	"knative.dev/pkg/observability/tracing"
 )
@@ -60,33 +53,6 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-// Unconfigured, the providers are Knative's no-ops: nothing is recorded, no
-// exporter runs.
-func TestSetupUnconfigured(t *testing.T) {
-	cfg, _ := ParseConfig((""))
-	p, err := Setup(context.Background(), cfg, "test", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Shutdown(context.Background()) }()
-	if _, ok := p.Meter.MeterProvider.(*sdkmetric.MeterProvider); ok {
-		t.Fatal("an SDK meter provider without configuration")
-	}
-	_, span := p.Tracer.Tracer("t").Start(context.Background(), "x")
-	if span.IsRecording() || span.SpanContext().IsValid() {
-		t.Fatal("a recording span without configuration")
-	}
-	s, err := NewSteps(p.Meter, p.Tracer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, st := s.StartStep(context.Background(), nil, nil, "sweep")
-	st.End(ctx, 200, false, nil)
-	if LogFields(ctx) != nil {
-		t.Fatalf("log fields without a trace: %v", LogFields(ctx))
-	}
-}
-
 // The client-go hooks count requests by method and status code.
 func TestClientMetrics(t *testing.T) {
 	r := sdkmetric.NewManualReader()
@@ -114,112 +80,4 @@ func TestClientMetrics(t *testing.T) {
 	if len(got) != 2 || got["http.request.method=POST,http.response.status_code=201"] != 1 || got["error.type=no_response,http.request.method=GET"] != 1 {
 		t.Fatalf("requests: %v", got)
 	}
-}
-
-// metrics-protocol prometheus serves the metrics at /metrics on the
-// configured address.
-func TestPrometheus(t *testing.T) {
-	p, addr := prometheusProvider(t)
-	s, err := NewSteps(p.Meter, p.Tracer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, st := s.StartStep(context.Background(), nil, nil, "sweep")
-	st.End(ctx, 200, false, nil)
-	var body []byte
-	for i := 0; i < 50; i++ {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !strings.Contains(string(body), `tesk_events_total{cloudevents_event_type="other"`) {
-		t.Fatalf("no tesk_events_total at /metrics:\n%s", body)
-	}
-}
-
-// The gauges report the last sweep's counts, the step ages as of each
-// collection, for SweepFresh after the sweep; then nothing.
-func TestSweptTasksGauges(t *testing.T) {
-	r := sdkmetric.NewManualReader()
-	s, err := NewSteps(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)), tracenoop.NewTracerProvider())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	now := t0
-	s.now = func() time.Time { return now }
-	gauges := func() map[string]float64 {
-		var rm metricdata.ResourceMetrics
-		if err := r.Collect(context.Background(), &rm); err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]float64{}
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				switch d := m.Data.(type) {
-				case metricdata.Gauge[int64]:
-					for _, dp := range d.DataPoints {
-						got[m.Name+"{"+dp.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = float64(dp.Value)
-					}
-				case metricdata.Gauge[float64]:
-					for _, dp := range d.DataPoints {
-						got[m.Name+"{"+dp.Attributes.Encoded(attribute.DefaultEncoder())+"}"] = dp.Value
-					}
-				}
-			}
-		}
-		return got
-	}
-	if got := gauges(); len(got) != 0 {
-		t.Fatalf("before any sweep: %v", got)
-	}
-	states := map[string]int{"QUEUED": 2, "RUNNING": 1, "COMPLETE": 0}
-	s.SweptTasks(states, 2, map[string]time.Time{"QUEUED": t0.Add(-time.Minute), "RUNNING": t0.Add(-time.Hour)})
-	states["QUEUED"] = 99 // the gauges hold a copy
-	now = t0.Add(2 * time.Minute)
-	want := map[string]float64{
-		MetricTasks + "{tesk.task.state=QUEUED}":         2,
-		MetricTasks + "{tesk.task.state=RUNNING}":        1,
-		MetricTasks + "{tesk.task.state=COMPLETE}":       0,
-		MetricTasksQueued + "{}":                         2,
-		MetricTasksStepAge + "{tesk.task.state=QUEUED}":  180,
-		MetricTasksStepAge + "{tesk.task.state=RUNNING}": 3720,
-	}
-	if got := gauges(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("gauges %v, want %v", got, want)
-	}
-	now = t0.Add(SweepFresh + time.Second)
-	if got := gauges(); len(got) != 0 {
-		t.Fatalf("%s after the sweep: %v, want nothing", SweepFresh+time.Second, got)
-	}
-	s.SweptTasks(map[string]int{"QUEUED": 0}, 0, nil)
-	if got := gauges(); len(got) != 2 || got[MetricTasksQueued+"{}"] != 0 {
-		t.Fatalf("after the next sweep: %v", got)
-	}
-}
-
-// prometheusProvider sets up the telemetry with metrics-protocol prometheus
-// on a free loopback port, shut down at the test's end.
-func prometheusProvider(t *testing.T) (*Providers, string) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	cfg, err := ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Setup(context.Background(), cfg, "test", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	return p, addr
 }

@@ -1,4 +1,4 @@
-package telemetry
+package tes
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"knative.dev/pkg/observability/tracing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 )
 
 // The TES API's instruments: by route (the path's template, never a task
@@ -24,8 +26,8 @@ const (
 	MetricTasksCreated      = "tesk.tes.tasks.created"
 )
 
-// API are the TES API's instruments and tracer.
-type API struct {
+// Telemetry are the TES API's instruments and tracer.
+type Telemetry struct {
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 	requests metric.Int64Counter
@@ -33,10 +35,11 @@ type API struct {
 	created  metric.Int64Counter
 }
 
-// NewAPI makes the TES API's instruments with mp and its spans with tp.
-func NewAPI(mp metric.MeterProvider, tp trace.TracerProvider) (*API, error) {
-	m := mp.Meter(Scope)
-	a := &API{tracer: tp.Tracer(Scope), prop: tracing.DefaultTextMapPropagator()}
+// NewTelemetry makes the TES API's instruments with mp and its spans with
+// tp.
+func NewTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*Telemetry, error) {
+	m := mp.Meter(telemetry.Scope)
+	a := &Telemetry{tracer: tp.Tracer(telemetry.Scope), prop: tracing.DefaultTextMapPropagator()}
 	var err error
 	if a.requests, err = m.Int64Counter(MetricAPIServerRequests, metric.WithUnit("{request}"),
 		metric.WithDescription("Requests to the TES API, by route, method and status code")); err != nil {
@@ -58,7 +61,7 @@ func NewAPI(mp metric.MeterProvider, tp trace.TracerProvider) (*API, error) {
 // trace context (traceparent), named by its route; its context carries the
 // span, so that the API requests it makes are its children. It counts the
 // request and its duration.
-func (a *API) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
+func (a *Telemetry) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
@@ -91,7 +94,7 @@ func (a *API) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // TaskCreated counts a created task.
-func (a *API) TaskCreated(ctx context.Context) {
+func (a *Telemetry) TaskCreated(ctx context.Context) {
 	if a != nil {
 		a.created.Add(ctx, 1)
 	}

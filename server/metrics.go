@@ -1,4 +1,4 @@
-package telemetry
+package server
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"knative.dev/pkg/observability/tracing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 )
 
 // The handler's instruments. No attribute names a task: each has a few
@@ -112,8 +114,8 @@ type sweptCounts struct {
 // NewSteps makes the handler's instruments with mp and its spans with tp;
 // the trace context is W3C's (traceparent, tracestate).
 func NewSteps(mp metric.MeterProvider, tp trace.TracerProvider) (*Steps, error) {
-	m := mp.Meter(Scope)
-	s := &Steps{tracer: tp.Tracer(Scope), prop: tracing.DefaultTextMapPropagator(), now: time.Now}
+	m := mp.Meter(telemetry.Scope)
+	s := &Steps{tracer: tp.Tracer(telemetry.Scope), prop: tracing.DefaultTextMapPropagator(), now: time.Now}
 	var err error
 	if s.events, err = m.Int64Counter(MetricEvents, metric.WithUnit("{event}"),
 		metric.WithDescription("Events received, by type and outcome")); err != nil {
