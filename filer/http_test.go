@@ -262,7 +262,7 @@ func TestHTTPTimeouts(t *testing.T) {
 	})
 	var slowPut []byte
 	mux.HandleFunc("/slow-reader", func(w http.ResponseWriter, r *http.Request) {
-		// About 50 MB/s: the body takes longer than the timeout in all,
+		// About 16 MB/s: the body takes longer than the timeout in all,
 		// while what the kernel's socket buffers hold drains well within
 		// it (that wait, after the last write, is one read for the filer).
 		buf := make([]byte, 1<<20)
@@ -273,7 +273,7 @@ func TestHTTPTimeouts(t *testing.T) {
 			if err != nil {
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(60 * time.Millisecond)
 		}
 		slowPut = got.Bytes()
 		w.WriteHeader(http.StatusOK)
@@ -298,8 +298,10 @@ func TestHTTPTimeouts(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 
-	// A PUT whose server reads slowly but steadily.
-	opts.HTTPTimeout = time.Second
+	// A PUT whose server reads slowly but steadily (its 64 MiB take about
+	// 4 s; each write waits a small part of the timeout, with a margin
+	// for a loaded machine).
+	opts.HTTPTimeout = 3 * time.Second
 	big := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB
 	writeFile(t, inTask(opts, "/data/big"), string(big))
 	task = newTask(nil, []taskspec.Output{{URL: srv.URL + "/slow-reader", Path: "/data/big"}})
