@@ -157,8 +157,8 @@ type scanner struct {
 	// apply.
 	selector string
 	keep     func(metav1.ObjectMeta) bool
-	// budget is how many objects are left to read; requests counts LISTs.
-	budget, requests int
+	// budget is how many objects are left to read.
+	budget int
 
 	pos       pageToken // the chunk being read (Continue) and the last name seen
 	chunk     []metav1.ObjectMeta
@@ -217,7 +217,6 @@ func (sc *scanner) listChunk(ctx context.Context, want int) error {
 	// other, in the same request.
 	whole := sc.whole != nil && !sc.filtered()
 	list := func(cont string) ([]metav1.ObjectMeta, string, error) {
-		sc.requests++
 		opts := metav1.ListOptions{LabelSelector: sc.runSelector(), Limit: int64(limit), Continue: cont}
 		if whole {
 			l, err := sc.whole(ctx, opts)
@@ -430,7 +429,6 @@ func (sc *scanner) hasMore(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	l, err := sc.list(ctx, metav1.ListOptions{LabelSelector: sc.runSelector(), Limit: 1})
-	sc.requests++
 	if err != nil {
 		return false, err
 	}
