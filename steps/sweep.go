@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -158,7 +157,8 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	}
 
 	now := r.now()
-	var due, unstarted, unlabelled []string
+	var due, unstarted []string
+	var unlabelled []metav1.ObjectMeta
 	counts := NewTaskCounts()
 	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
@@ -184,7 +184,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	res.Counts = counts
 	res.Tasks, res.Active = counts.Tasks(), counts.Active()
 
-	r.labelEnded(ctx, ns, unlabelled)
+	r.labelEnded(ctx, unlabelled)
 
 	// Something is due: take the task's step as an event would, from a
 	// fresh read, so that a write never rests on the lists' snapshot.
@@ -217,43 +217,31 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 // state (labelEnded).
 const labelBatch = 1000
 
-// endedUnlabelled are the tasks that ended without the label of their final
-// state (those ended by a version that did not write it), of a record
-// format this version reads.
-func endedUnlabelled(anchors []metav1.ObjectMeta) []string {
-	var out []string
+// endedUnlabelled are the anchors of tasks that ended without the label of
+// their final state (those ended by a version that did not write it), of a
+// record format this version reads.
+func endedUnlabelled(anchors []metav1.ObjectMeta) []metav1.ObjectMeta {
+	var out []metav1.ObjectMeta
 	for _, m := range anchors {
 		state := m.Annotations[taskmeta.AnnotationState]
 		if state != "" && m.Labels[taskmeta.LabelState] != state && taskmeta.IsAnchor(m) && taskmeta.CheckFormat(m) == nil {
-			out = append(out, m.Name)
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
 // labelEnded labels anchors with their final state, labelBatch at most, so
-// that the TES API's list can select a final state on the API server. A
+// that the TES API's list can select a final state on the API server: a
+// patch on the condition that the anchor is as the sweep listed it. A
 // failure is a warning: the next sweep tries again.
-func (r *Runner) labelEnded(ctx context.Context, ns string, tasks []string) {
-	for _, task := range tasks[:min(len(tasks), labelBatch)] {
-		err := r.call(ctx, func(ctx context.Context) error {
-			cm, err := r.Client.CoreV1().ConfigMaps(ns).Get(ctx, task, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			state := cm.Annotations[taskmeta.AnnotationState]
-			if state == "" || cm.Labels[taskmeta.LabelState] == state {
-				return nil
-			}
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-				"resourceVersion": cm.ResourceVersion,
-				"labels":          map[string]string{taskmeta.LabelState: state},
-			}})
-			_, err = r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, task, types.MergePatchType, patch, metav1.PatchOptions{})
-			return err
+func (r *Runner) labelEnded(ctx context.Context, anchors []metav1.ObjectMeta) {
+	for _, m := range anchors[:min(len(anchors), labelBatch)] {
+		_, err := r.patchAnchor(ctx, &corev1.ConfigMap{ObjectMeta: m}, m.ResourceVersion, map[string]any{
+			"labels": map[string]string{taskmeta.LabelState: m.Annotations[taskmeta.AnnotationState]},
 		})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			r.log(ctx).Warnw("Sweep could not label an ended task with its state", "task", task, "error", err)
+			r.log(ctx).Warnw("Sweep could not label an ended task with its state", "task", m.Name, "error", err)
 		}
 	}
 }
