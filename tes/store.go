@@ -76,9 +76,7 @@ func (st Store) AnchorsChunk(ctx context.Context, opts metav1.ListOptions) (*cor
 
 // Anchors lists the ConfigMaps of a label selector, whole.
 func (st Store) Anchors(ctx context.Context, selector string) ([]corev1.ConfigMap, error) {
-	l, err := kubeapi.Get(ctx, func(ctx context.Context) (*corev1.ConfigMapList, error) {
-		return st.Client.CoreV1().ConfigMaps(st.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	})
+	l, err := st.AnchorsChunk(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
