@@ -543,21 +543,26 @@ func (r *runner) do(ctx context.Context, j job) error {
 		return r.upload(ctx, j, start)
 	}
 	if j.mkdir {
-		return r.root.MkdirAll(rel, 0o777)
+		return mkdirShared(r.root, rel)
 	}
 	if dir := path.Dir(rel); dir != "." {
 		// Each directory once: the many files of a DIRECTORY input share
 		// a few.
 		if _, made := r.dirs.Load(dir); !made {
-			if err := r.root.MkdirAll(dir, 0o777); err != nil {
+			if err := mkdirShared(r.root, dir); err != nil {
 				return err
 			}
 			r.dirs.Store(dir, struct{}{})
 		}
 	}
-	f, err := r.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	f, err := r.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, SharedFileMode)
 	if err != nil {
 		return err
+	}
+	if err := f.Chmod(SharedFileMode); err != nil {
+		_ = f.Close()
+		_ = r.root.Remove(rel)
+		return fmt.Errorf("make the input writable by the executors: %v", err)
 	}
 	var n int64
 	if j.content != nil {

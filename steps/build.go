@@ -148,8 +148,90 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 			ps.Containers[k].VolumeMounts = append(ps.Containers[k].VolumeMounts, mounts...)
 		}
 	}
+	if t.NeedsVolume() {
+		shareTaskVolume(ps, cfg)
+	}
 	taskPods(t, cfg).ApplyExecutor(ps)
 	return j
+}
+
+// shareTaskVolume puts an executor's pod in the filer pods' fsGroup
+// (FILER_POD_SECURITY_CONTEXT's, 65532 by default), so that on storage
+// that applies a pod's fsGroup, where the task volume's root and the
+// directories the kubelet creates for the executors' mounts are
+// group-writable for it, the executors can write whatever user their
+// image runs as. The inputs filer makes what it creates writable by all
+// (filer.SharedDirMode); on storage that ignores fsGroup (hostPath, a
+// local-path provisioner) the kubelet creates the mounts' directories with
+// the mode of the volume's root. A task whose pod chose its own fsGroup
+// keeps it (behaviour §3.13).
+func shareTaskVolume(ps *corev1.PodSpec, cfg Config) {
+	f := cfg.FilerPodSecurityContext
+	if f == nil || f.FSGroup == nil {
+		return
+	}
+	if ps.SecurityContext == nil {
+		ps.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if ps.SecurityContext.FSGroup != nil {
+		return
+	}
+	g := *f.FSGroup
+	onRootMismatch := corev1.FSGroupChangeOnRootMismatch
+	ps.SecurityContext.FSGroup = &g
+	ps.SecurityContext.FSGroupChangePolicy = &onRootMismatch
+}
+
+// OutputsFilerSecurity is the outputs filer's pod and container security
+// context. It must read whatever the executors wrote, as whatever user
+// and with whatever mode (a file of mode 0600, a directory of 0700):
+//   - Executors may run as root (the operator's executor context does not
+//     set runAsNonRoot): the outputs filer runs as user 0, its group and
+//     fsGroup the filer's, with the filer's container context and the one
+//     capability DAC_OVERRIDE (every other stays dropped; Pod Security
+//     baseline admits it), so it reads files of any owner and mode.
+//   - Executors are confined to a non-root user (runAsNonRoot and
+//     runAsUser in the operator's executor context): the outputs filer
+//     runs as that user (and group), without capabilities, which Pod
+//     Security restricted admits; it reads what that user wrote.
+//   - Otherwise (non-root images choose their user): the filer's contexts
+//     as configured; it reads what the fsGroup or every user may read.
+//
+// The inputs filer keeps the filer's contexts (behaviour §3.13).
+func OutputsFilerSecurity(cfg Config) (*corev1.PodSecurityContext, *corev1.SecurityContext) {
+	pod, ctr := cfg.FilerPodSecurityContext.DeepCopy(), cfg.FilerSecurityContext.DeepCopy()
+	ex := cfg.ExecutorSecurityContext
+	nonRoot := ex != nil && ex.RunAsNonRoot != nil && *ex.RunAsNonRoot
+	switch {
+	case !nonRoot:
+		if pod == nil {
+			pod = &corev1.PodSecurityContext{}
+		}
+		root := int64(0)
+		pod.RunAsUser, pod.RunAsNonRoot = &root, nil
+		if ctr == nil {
+			ctr = &corev1.SecurityContext{}
+		}
+		ctr.RunAsUser, ctr.RunAsNonRoot = nil, nil
+		if ctr.Capabilities == nil {
+			ctr.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+		}
+		ctr.Capabilities.Add = []corev1.Capability{"DAC_OVERRIDE"}
+	case ex.RunAsUser != nil:
+		if pod == nil {
+			pod = &corev1.PodSecurityContext{}
+		}
+		uid := *ex.RunAsUser
+		pod.RunAsUser = &uid
+		if ex.RunAsGroup != nil {
+			gid := *ex.RunAsGroup
+			pod.RunAsGroup = &gid
+		}
+		if ctr != nil {
+			ctr.RunAsUser, ctr.RunAsGroup = nil, nil
+		}
+	}
+	return pod, ctr
 }
 
 // taskPods is what a task's backend parameters make of its pods. The task
@@ -251,6 +333,10 @@ func UserSecretName(prefix, subject string) string {
 // anywhere).
 func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job {
 	mode := strings.TrimSuffix(part, "-filer")
+	podSecurity, security := cfg.FilerPodSecurityContext.DeepCopy(), cfg.FilerSecurityContext.DeepCopy()
+	if part == taskmeta.PartOutputsFiler {
+		podSecurity, security = OutputsFilerSecurity(cfg)
+	}
 	args := []string{mode, "--file", path.Join(jsonMountPath, taskspec.ConfigMapKey)}
 	if cfg.Debug {
 		args = append([]string{"--debug"}, args...)
@@ -340,7 +426,7 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{taskmeta.LabelTask: a.Name}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:   corev1.RestartPolicyNever,
-					SecurityContext: cfg.FilerPodSecurityContext.DeepCopy(),
+					SecurityContext: podSecurity,
 					Containers: []corev1.Container{{
 						Name:            filerContainer,
 						Image:           cfg.FilerImage(),
@@ -349,7 +435,7 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 						Env:             env,
 						VolumeMounts:    mounts,
 						Resources:       *cfg.FilerResources.DeepCopy(),
-						SecurityContext: cfg.FilerSecurityContext.DeepCopy(),
+						SecurityContext: security,
 					}},
 					Volumes: volumes,
 				},

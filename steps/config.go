@@ -173,16 +173,21 @@ func DefaultExecutorSecurityContext() *corev1.SecurityContext {
 }
 
 // DefaultFilerPodSecurityContext is the filer pod's security context unless
-// FILER_POD_SECURITY_CONTEXT replaces it.
+// FILER_POD_SECURITY_CONTEXT replaces it: user, group and fsGroup 65532,
+// changed on a volume only where its root does not have it yet (a
+// recursive change of a large volume at every filer pod's start would
+// cost minutes).
 func DefaultFilerPodSecurityContext() *corev1.PodSecurityContext {
 	uid := int64(defaultFilerUID)
 	yes := true
+	onRootMismatch := corev1.FSGroupChangeOnRootMismatch
 	return &corev1.PodSecurityContext{
-		RunAsUser:      &uid,
-		RunAsGroup:     &uid,
-		FSGroup:        &uid,
-		RunAsNonRoot:   &yes,
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		RunAsUser:           &uid,
+		RunAsGroup:          &uid,
+		FSGroup:             &uid,
+		FSGroupChangePolicy: &onRootMismatch,
+		RunAsNonRoot:        &yes,
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 
