@@ -65,6 +65,9 @@ type tesAPIOptions struct {
 	LogTailBytes int
 	// BackendParameters: the operator's configuration of them (nil: none).
 	BackendParameters *backendparams.Config
+	// Steps changes the handler's settings the TES API reads too (e.g.
+	// the transfer volume of file:// URLs).
+	Steps func(*steps.Config)
 }
 
 // newTESAPIDashboard serves the TES API and its dashboard; every answer of
@@ -96,6 +99,9 @@ func newTESAPIDashboard(t *testing.T, e *env, sink string, o tesAPIOptions) *tes
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = e.ns
 	cfg.BackendParameters = o.BackendParameters
+	if o.Steps != nil {
+		o.Steps(&cfg)
+	}
 	s := &tes.Server{
 		Client: client, Metadata: md,
 		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: o.LogTailBytes,
