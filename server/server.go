@@ -45,6 +45,7 @@ type Server struct {
 	Telemetry *Steps
 
 	draining atomic.Bool
+	sweeps   sweepFlight
 	events   k8sevents.EventBroadcaster
 	telOnce  sync.Once
 }
@@ -216,7 +217,18 @@ func (s *Server) take(ctx context.Context, log *zap.SugaredLogger, ev *cloudeven
 			return map[string]string{"ignored": "unknown task " + step.Task}, true, nil
 		}
 	case events.KindSweep:
-		res, err = s.Runner.Sweep(ctx, step.Namespace, ev.ID(), s.Metadata)
+		swept, shared, serr := s.sweeps.do(ctx, step.Namespace, func() (steps.SweepResult, error) {
+			return s.Runner.Sweep(ctx, step.Namespace, ev.ID(), s.Metadata)
+		})
+		if shared {
+			// The running sweep's steps are counted by its own event.
+			if serr != nil {
+				return nil, false, serr
+			}
+			log.Debugw("Ping taken by the sweep in flight", "stepped", len(swept.Stepped))
+			return map[string]string{"ignored": "a sweep was running; it covered this ping"}, true, nil
+		}
+		res, err = swept, serr
 	}
 	if err != nil {
 		return res, false, err
