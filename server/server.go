@@ -27,6 +27,8 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // StepTimeout bounds one event's work: a step's few requests, each retried
@@ -257,7 +259,29 @@ func (s *Server) view(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, s.Log.With("task", task), err, statusOf(err))
 	}
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, redactView(v))
+}
+
+// redactView keeps a URL's scheme, host and path only: the view is served
+// without authentication to whoever reaches the handler, and an output's
+// URL may be presigned (its query string a credential). The TES API shows
+// a task whole to its owner.
+func redactView(v tesv1.Task) tesv1.Task {
+	for i := range v.Inputs {
+		v.Inputs[i].URL = taskspec.Redact(v.Inputs[i].URL)
+	}
+	for i := range v.Outputs {
+		v.Outputs[i].URL = taskspec.Redact(v.Outputs[i].URL)
+	}
+	for i := range v.Logs {
+		for j := range v.Logs[i].Outputs {
+			v.Logs[i].Outputs[j].URL = taskspec.Redact(v.Logs[i].Outputs[j].URL)
+		}
+		for j := range v.Logs[i].SystemLogs {
+			v.Logs[i].SystemLogs[j] = taskspec.RedactURLs(v.Logs[i].SystemLogs[j])
+		}
+	}
+	return v
 }
 
 // statusOf is the answer to an error (httperr.Status), and 404 for an

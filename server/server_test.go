@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -110,5 +112,33 @@ func TestOnlySubmissionStartsATask(t *testing.T) {
 	rec = post(t, s, "task.submitted", `{"task":"task-2"}`, nil)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "create-job") {
 		t.Errorf("task.submitted: %d %s, want the first job created", rec.Code, rec.Body.String())
+	}
+}
+
+// The handler's view, served to whoever reaches the handler, shows no
+// URL's query string or user info: an output's URL may be presigned.
+func TestViewRedactsURLs(t *testing.T) {
+	s := newTestServer()
+	withOutputs := `{"task":"task-1","input":{"outputs":[{"url":"s3://b/out.txt","path":"/data/out.txt"}],` +
+		`"executors":[{"metadata":{"name":"task-1-ex-00"},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"ubuntu"}]}}}}]}}`
+	if rec := post(t, s, "task.submitted", withOutputs, nil); rec.Code != http.StatusOK {
+		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+	}
+	secret := "X-Amz-Signature=0123456789abcdef"
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+		Name: "task-1-outputs-filer", Namespace: "tesk", Labels: map[string]string{taskmeta.LabelTask: "task-1"},
+		Annotations: map[string]string{taskmeta.AnnotationOutputFileLogs: `[{"url":"https://user:pw@bucket.example.org/out.txt?` + secret + `","path":"/data/out.txt","size_bytes":"3"}]`},
+	}}
+	if _, err := s.Runner.Client.BatchV1().Jobs("tesk").Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.Echo().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/tasks/tesk/task-1", nil))
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.Contains(body, `"url":"https://bucket.example.org/out.txt"`) {
+		t.Fatalf("view: %d %s, want the output's URL without its query", rec.Code, body)
+	}
+	if strings.Contains(body, secret) || strings.Contains(body, "pw@") {
+		t.Errorf("the view shows a credential: %s", body)
 	}
 }
