@@ -115,7 +115,8 @@ type Options struct {
 	// Job is the job the event is about, read together with the anchor.
 	Job string
 	// Seen is that job as the event carried it, if it has ended (its
-	// conditions are final): it is not read again.
+	// conditions are final): with TRUST_EVENTS it is not read again;
+	// without, it is read from the API server.
 	Seen *batchv1.Job
 	// Submit: the step is the task's submission, which may start it.
 	Submit bool
@@ -210,12 +211,14 @@ func stale(anchor *corev1.ConfigMap, opts Options) (string, bool) {
 
 // readAnchor reads the task's anchor and, at the same time, the job the event
 // named (most often the one the step looks at), unless the event carried
-// that job once it had ended: its end is final.
+// that job once it had ended and events are taken at their word
+// (TRUST_EVENTS): its end is final. Otherwise an event's body is a hint
+// only, which anyone who reaches the handler could have written.
 func (r *Runner) readAnchor(ctx context.Context, ns, task string, opts Options) (*corev1.ConfigMap, map[string]*batchv1.Job, error) {
 	hinted := map[string]*batchv1.Job{}
 	job := opts.Job
 	t, _, ok := taskmeta.SplitJobName(job)
-	if ok && t == task && opts.Seen != nil && opts.Seen.Name == job && taskmeta.StatusOf(opts.Seen) != taskmeta.JobRunning {
+	if r.Config.TrustEvents && ok && t == task && opts.Seen != nil && opts.Seen.Name == job && taskmeta.StatusOf(opts.Seen) != taskmeta.JobRunning {
 		hinted[job] = opts.Seen
 		ok = false
 	}
@@ -284,6 +287,14 @@ func (r *Runner) checkAnchor(ctx context.Context, anchor *corev1.ConfigMap, take
 	if !take {
 		return fmt.Errorf("%w: ConfigMap %s is not a task of this service (not labelled %s=%s, no step recorded on it)",
 			ErrUnknownTask, anchor.Name, taskmeta.LabelTask, anchor.Name)
+	}
+	_, inBinary := anchor.BinaryData[taskspec.ConfigMapKey]
+	_, inData := anchor.Data[taskspec.ConfigMapKey]
+	if !inBinary && !inData {
+		// Not a task at all: whoever names another ConfigMap of the
+		// namespace in an event does not get it written on.
+		return invalid.Errorf("ConfigMap %s/%s holds no task (no %s, not labelled %s=%s): this service leaves it alone",
+			anchor.Namespace, anchor.Name, taskspec.ConfigMapKey, taskmeta.LabelTask, anchor.Name)
 	}
 	tm, err := r.getJob(ctx, anchor.Namespace, anchor.Name)
 	if err != nil {
