@@ -81,7 +81,7 @@ e2e: cluster-bins browser-deps
 # The handler on :8080 with the Role of config/knative, fed by the
 # ApiServerSource adapter, on the local cluster (started if it is not up), in
 # the foreground until interrupted.
-dev: cluster-bins build $(NODE_DEPS)
+dev: up-bins build $(NODE_DEPS)
 	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
 	$(GO) run ./test/dev -dir $(CLUSTER_DIR)
 
@@ -91,7 +91,7 @@ dev: cluster-bins build $(NODE_DEPS)
 # (test/knative/cmd/demo), the task followed hop by hop through the Broker
 # and the handler's pods from zero.
 DEMO_CMD = $(if $(KNATIVE),./test/knative/cmd/demo,./test/dev -demo)
-demo: cluster-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
+demo: up-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
 	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
 	@status=0; $(GO) run $(DEMO_CMD) -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
@@ -101,7 +101,7 @@ demo: cluster-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
 # BENCH_DOCS=1 also writes that summary into BENCHMARKS.md and the figures
 # README.md quotes from it into README.md (the blocks of make bench).
 BENCH_DOCS ?=
-bench: cluster-bins build
+bench: control-plane-bins build
 	$(GO) run ./test/bench $(if $(BENCH_DOCS),-summary BENCHMARKS.md -readme README.md)
 
 # Figures of config/knative on real Knative (test/knative/cmd/bench, in one
@@ -119,7 +119,7 @@ bench-knative: cluster-bins node-deps image-deps
 # one address (BENCHMARKS.md; about 30 min per run at 10,000).
 TASKS ?= 10000
 .PHONY: bench-scale
-bench-scale: cluster-bins build
+bench-scale: control-plane-bins build
 	$(GO) run ./test/benchscale -tasks $(TASKS)
 
 # The chaos run: CHAOS_TASKS generated TES tasks, clean and then under
@@ -128,7 +128,7 @@ bench-scale: cluster-bins build
 # compared task by task (test/chaos). make test runs a short one.
 CHAOS_TASKS ?= 200
 .PHONY: chaos
-chaos: cluster-bins build
+chaos: control-plane-bins build
 	$(GO) run ./test/chaos/cmd/chaos -tasks $(CHAOS_TASKS)
 
 # The local control plane (test/cluster): etcd, kube-apiserver,
@@ -167,17 +167,33 @@ CLUSTER_UP_FLAGS := -real -services -knative
 NODE_DEPS := node-deps
 endif
 
-cluster-bins:
+# cluster-bins builds all four (the test suite runs every kind of
+# cluster); cluster-up, dev and demo build only what the cluster they start
+# runs (up-bins): the control plane and kwok always, the real node's
+# binaries with NODE=real, the services' with SERVICES=1, Knative with
+# KNATIVE=1. Each is cached on its own.
+.PHONY: control-plane-bins node-bins services-bins knative-bins up-bins
+cluster-bins: control-plane-bins node-bins services-bins knative-bins
+
+control-plane-bins:
 	GO=$(GO) ./test/cluster/build.sh
+
+node-bins:
 	GO=$(GO) ./test/cluster/build-node.sh
+
+services-bins:
 	GO=$(GO) ./test/cluster/build-services.sh
+
+knative-bins:
 	GO=$(GO) ./test/cluster/build-knative.sh
+
+up-bins: control-plane-bins $(if $(findstring -real,$(CLUSTER_UP_FLAGS)),node-bins) $(if $(findstring -services,$(CLUSTER_UP_FLAGS)),services-bins) $(if $(findstring -knative,$(CLUSTER_UP_FLAGS)),knative-bins)
 
 node-deps:
 	./test/cluster/node-deps.sh
 
 # Starts the cluster in the background; admin kubeconfig in .cluster/kubeconfig.
-cluster-up: cluster-bins $(NODE_DEPS)
+cluster-up: up-bins $(NODE_DEPS)
 	$(GO) run ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR) $(CLUSTER_UP_FLAGS)
 
 # Stops every process cluster-up started and removes its state.
