@@ -304,8 +304,8 @@ func TestRealNodeWorkflowEngines(t *testing.T) {
 		uid  string
 		cfg  func(*steps.Config)
 	}{
-		{"the image's root", "0", nil},
-		{"a numbered user", "1234", func(c *steps.Config) {
+		{"root image", "0", nil},
+		{"numbered user", "1234", func(c *steps.Config) {
 			yes := true
 			uid := int64(engineUID)
 			c.ExecutorSecurityContext = steps.DefaultExecutorSecurityContext()
