@@ -94,17 +94,19 @@ func bindTransfer(t *testing.T, e *env, dir string) {
 	}
 }
 
-// nextflowRun is .command.run as Nextflow's BashWrapperBuilder writes it,
-// cut to what it does on the volume: it runs .command.sh in the work
-// directory, its standard output and error teed into .command.out and
-// .command.err, touches .command.begin, and writes the script's exit
-// status into .exitcode on exit, whatever it is.
+// nextflowRun is .command.run as Nextflow's BashWrapperBuilder writes it
+// for TES (header NXF_CHDIR=/work), cut to what it does on the volume: it
+// changes to the work directory, touches .command.begin, runs .command.sh
+// with its standard output and error teed into .command.out and
+// .command.err, and on exit writes the script's exit status into .exitcode
+// and exits with it.
 const nextflowRun = `#!/bin/bash
 # NEXTFLOW TASK: upper (1)
 set -e
 set -u
 NXF_DEBUG=${NXF_DEBUG:=0}; [ $NXF_DEBUG -gt 1 ] && set -x
 NXF_ENTRY=${1:-nxf_main}
+NXF_CHDIR=/work
 
 nxf_launch() {
     /bin/sh -ue /work/.command.sh
@@ -119,10 +121,8 @@ on_exit() {
 
 nxf_main() {
     trap on_exit EXIT
-    [ -n "${NXF_SCRATCH:-}" ] && cd "$NXF_SCRATCH"
+    [ -n "${NXF_CHDIR:-}" ] && cd "$NXF_CHDIR"
     touch /work/.command.begin
-    set +u
-    set -u
     set +e
     (set -o pipefail; (nxf_launch | tee .command.out) 3>&1 1>&2 2>&3 | tee .command.err) &
     pid=$!
@@ -132,18 +132,21 @@ nxf_main() {
 $NXF_ENTRY
 `
 
-// nextflowTask is the task nf-ga4gh's TesTaskHandler sends: .command.sh
-// and .command.run (and the process's input) as FILE inputs into /work,
-// one executor that runs the wrapper piped into tee .command.log in
-// workdir /work, and as outputs the four control files, the process's
-// glob with path_prefix /work and a DIRECTORY.
+// nextflowTask is the task nf-ga4gh's TesTaskHandler (nf-ga4gh 9e86d8e,
+// newTesTask) sends: .command.sh and .command.run and the process's input
+// as inputs into /work, the four control files as outputs (no type), the
+// process's file outputs (a glob with path_prefix /work and the work
+// directory's URL; a dir as DIRECTORY), and one executor running
+// bash -o pipefail -c "bash /work/.command.run 2>&1 | tee /work/.command.log"
+// in workdir /work (sh for bash in the stand-in images). Nextflow reads
+// the exit status from logs[0].logs[0].exit_code of the FULL view.
 func nextflowTask(bucket, prefix string) map[string]any {
 	work := "s3://" + bucket + "/" + prefix
 	out := func(name string) map[string]any {
-		return map[string]any{"path": "/work/" + name, "url": work + "/" + name, "type": "FILE"}
+		return map[string]any{"path": "/work/" + name, "url": work + "/" + name}
 	}
 	return map[string]any{
-		"name": "nf-upper_(1)",
+		"name": "upper (1)",
 		"inputs": []any{
 			map[string]any{"url": work + "/.command.sh", "path": "/work/.command.sh", "type": "FILE"},
 			map[string]any{"url": work + "/.command.run", "path": "/work/.command.run", "type": "FILE"},
@@ -157,7 +160,7 @@ func nextflowTask(bucket, prefix string) map[string]any {
 		"resources": map[string]any{"cpu_cores": 1, "ram_gb": 0.25},
 		"executors": []any{map[string]any{
 			"image":   "busybox",
-			"command": []any{"sh", "-c", "sh /work/.command.run 2>&1 | tee /work/.command.log"},
+			"command": []any{"sh", "-o", "pipefail", "-c", "sh /work/.command.run 2>&1 | tee /work/.command.log"},
 			"workdir": "/work",
 		}},
 	}
@@ -384,18 +387,22 @@ func engineRun(t *testing.T, uid string, config func(*steps.Config)) {
 		t.Fatal(err)
 	}
 
-	api := newTESAPIDashboard(t, e, e.url, tesAPIOptions{Dashboard: dashboard.Config{API: tes.BasePath}, LogTailBytes: 16, Steps: settings})
+	api := newTESAPIDashboard(t, e, e.url, tesAPIOptions{
+		Dashboard: dashboard.Config{API: tes.BasePath}, LogTailBytes: 16, Steps: settings,
+		Storage: []string{"s3://", "file://" + dir},
+	})
+	failing := api.create(nextflowTask(bucket, "work/fail"))
 	ids := map[string]string{
-		"nextflow":         api.create(nextflowTask(bucket, "work/ok")),
-		"nextflow exits 3": api.create(nextflowTask(bucket, "work/fail")),
-		"cromwell":         api.create(cromwellTask(bucket, "calls/upper")),
-		"snakemake":        api.create(snakemakeTask(dir)),
-		"writes":           api.create(scratchTask(bucket, "scratch")),
+		"nextflow":  api.create(nextflowTask(bucket, "work/ok")),
+		"cromwell":  api.create(cromwellTask(bucket, "calls/upper")),
+		"snakemake": api.create(snakemakeTask(dir)),
+		"writes":    api.create(scratchTask(bucket, "scratch")),
 	}
 	for name, id := range ids {
 		api.waitState(id, "COMPLETE", 5*time.Minute)
 		t.Logf("%s: task %s COMPLETE", name, id)
 	}
+	api.waitState(failing, "EXECUTOR_ERROR", 5*time.Minute)
 	upper := strings.ToUpper(sample)
 
 	t.Run("nextflow", func(t *testing.T) {
@@ -408,12 +415,21 @@ func engineRun(t *testing.T, uid string, config func(*steps.Config)) {
 		want(t, "work/ok/.exitcode", "0")
 	})
 	t.Run("nextflow, a script that exits 3", func(t *testing.T) {
-		// The executor's command ends with tee, as Nextflow's does: the
-		// task completes and the script's own exit status is in .exitcode,
-		// where Nextflow reads it.
-		want(t, "work/fail/.exitcode", "3")
-		want(t, "work/fail/upper.txt", upper)
-		want(t, "work/fail/.command.err", "to stderr\n")
+		// The wrapper and tee could write: under pipefail the executor
+		// exits with the script's own status, which Nextflow reads from
+		// the FULL view.
+		v := api.get(failing, "FULL")
+		logs, _ := v["logs"].([]any)
+		if len(logs) == 0 {
+			t.Fatalf("FULL view without logs: %v", v)
+		}
+		exLogs, _ := logs[0].(map[string]any)["logs"].([]any)
+		if len(exLogs) != 1 {
+			t.Fatalf("executor logs %v, want one", exLogs)
+		}
+		if code := exLogs[0].(map[string]any)["exit_code"]; code != float64(3) {
+			t.Errorf("logs[0].logs[0].exit_code = %v, want 3 (the script's)", code)
+		}
 	})
 	t.Run("cromwell", func(t *testing.T) {
 		want(t, "calls/upper/rc", "0\n")

@@ -68,6 +68,8 @@ type tesAPIOptions struct {
 	// Steps changes the handler's settings the TES API reads too (e.g.
 	// the transfer volume of file:// URLs).
 	Steps func(*steps.Config)
+	// Storage is service-info's storage (TES_STORAGE; nil: the default).
+	Storage []string
 }
 
 // newTESAPIDashboard serves the TES API and its dashboard; every answer of
@@ -105,7 +107,7 @@ func newTESAPIDashboard(t *testing.T, e *env, sink string, o tesAPIOptions) *tes
 	s := &tes.Server{
 		Client: client, Metadata: md,
 		Config: tes.Config{Namespace: e.ns, Sink: sink, Steps: cfg, LogTailBytes: o.LogTailBytes,
-			Info: tesv1.ServiceInfo{ID: "test.tes", Name: "TES", Organization: tesv1.Organization{Name: "test", URL: "https://example.org"}, Version: "1"}},
+			Info: tesv1.ServiceInfo{ID: "test.tes", Name: "TES", Organization: tesv1.Organization{Name: "test", URL: "https://example.org"}, Version: "1", Storage: o.Storage}},
 		Auth: o.Auth,
 		Log:  zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar().Named("tes"),
 	}
