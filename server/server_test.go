@@ -142,3 +142,20 @@ func TestViewRedactsURLs(t *testing.T) {
 		t.Errorf("the view shows a credential: %s", body)
 	}
 }
+
+// The deployed handler (TRUST_EVENTS off) serves no view of a task: it
+// would answer whoever reaches the handler.
+func TestNoViewWithoutTrustEvents(t *testing.T) {
+	s := newTestServer()
+	if rec := post(t, s, "task.submitted", submitted, nil); rec.Code != http.StatusOK {
+		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+	}
+	for trust, want := range map[bool]int{true: http.StatusOK, false: http.StatusNotFound} {
+		s.Runner.Config.TrustEvents = trust
+		rec := httptest.NewRecorder()
+		s.Echo().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/tasks/tesk/task-1", nil))
+		if rec.Code != want {
+			t.Errorf("TRUST_EVENTS %v: view %d %s, want %d", trust, rec.Code, rec.Body, want)
+		}
+	}
+}
