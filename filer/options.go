@@ -103,6 +103,13 @@ type AWSOptions struct {
 	// DisableIMDS keeps the SDK from asking the EC2 instance metadata
 	// service for credentials.
 	DisableIMDS bool
+	// KeysOnly takes credentials only from keys: AccessKeyID, else the
+	// profile's keys in the shared files (the task's user's own, with
+	// TESK_USER_CREDENTIALS); without keys requests are anonymous. Nothing
+	// ambient is asked: not the instance metadata service, a web identity
+	// token, a container credentials endpoint, the environment, a
+	// credential process or a role to assume (behaviour §3.14).
+	KeysOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -189,6 +196,8 @@ func OptionsFromEnv() (Options, error) {
 	o.AWS.ConfigFile = os.Getenv("AWS_CONFIG_FILE")
 	o.AWS.CredentialsFile = os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
 	o.AWS.Profile = os.Getenv("AWS_PROFILE")
+	// A user's own credentials, or none: never the node's or the pod's.
+	o.AWS.KeysOnly = strings.TrimSpace(os.Getenv("TESK_USER_CREDENTIALS")) != ""
 	o.HostBasePath = os.Getenv("HOST_BASE_PATH")
 	o.ContainerBasePath = os.Getenv("CONTAINER_BASE_PATH")
 	if o.ContainerBasePath == "" {

@@ -77,12 +77,17 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	if a.AccessKeyID != "" {
 		lo = append(lo, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, "")))
 	}
-	if a.DisableIMDS {
+	if a.DisableIMDS || a.KeysOnly {
 		lo = append(lo, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background(), lo...)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %v", err)
+	}
+	if a.KeysOnly && a.AccessKeyID == "" {
+		if cfg.Credentials, err = profileKeys(a); err != nil {
+			return nil, fmt.Errorf("AWS credentials: %v", err)
+		}
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -331,4 +336,32 @@ func (t *s3Transport) mkdir(ctx context.Context, raw string) error {
 		ContentLength: aws.Int64(0),
 	})
 	return err
+}
+
+// profileKeys are the keys of the profile in the shared files, or anonymous
+// credentials when it has none (KeysOnly).
+func profileKeys(a AWSOptions) (aws.CredentialsProvider, error) {
+	profile := a.Profile
+	if profile == "" {
+		profile = "default"
+	}
+	sc, err := config.LoadSharedConfigProfile(context.Background(), profile, func(o *config.LoadSharedConfigOptions) {
+		o.ConfigFiles, o.CredentialsFiles = []string{}, []string{}
+		if a.ConfigFile != "" {
+			o.ConfigFiles = []string{a.ConfigFile}
+		}
+		if a.CredentialsFile != "" {
+			o.CredentialsFiles = []string{a.CredentialsFile}
+		}
+	})
+	var missing config.SharedConfigProfileNotExistError
+	switch {
+	case errors.As(err, &missing):
+		return aws.AnonymousCredentials{}, nil
+	case err != nil:
+		return nil, err
+	case !sc.Credentials.HasKeys():
+		return aws.AnonymousCredentials{}, nil
+	}
+	return credentials.NewStaticCredentialsProvider(sc.Credentials.AccessKeyID, sc.Credentials.SecretAccessKey, sc.Credentials.SessionToken), nil
 }

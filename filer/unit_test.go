@@ -186,8 +186,8 @@ func TestUserCredentialsFromEnv(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TESK_USER_CREDENTIALS", dir)
 	o, err := OptionsFromEnv()
-	if err != nil || o.FTPUser != "" || o.FTPPassword != "" || o.NetrcPath != "" {
-		t.Errorf("an empty secret: %+v %v, want no credentials", o, err)
+	if err != nil || o.FTPUser != "" || o.FTPPassword != "" || o.NetrcPath != "" || !o.AWS.KeysOnly {
+		t.Errorf("an empty secret: %+v %v, want no credentials, and S3 keys only", o, err)
 	}
 	for name, data := range map[string]string{"username": "alice\n", "password": "pa55", ".netrc": "machine x login a password b\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
