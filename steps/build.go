@@ -404,7 +404,10 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 			Secret: &corev1.SecretVolumeSource{SecretName: cfg.NetrcSecretName},
 		}})
 	}
-	if cfg.TransferPVCName != "" {
+	if cfg.TransferPVCName != "" && user == "" {
+		// The transfer volume is one for all users: a task with its
+		// user's own credentials does not get it (the TES API refuses its
+		// file:// URLs).
 		mounts = append(mounts, corev1.VolumeMount{Name: transferVolume, MountPath: cfg.ContainerBasePath})
 		volumes = append(volumes, corev1.Volume{Name: transferVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.TransferPVCName},

@@ -596,4 +596,18 @@ func TestUserCredentials(t *testing.T) {
 	if !hasSecretVolume(ps, "aws-secret", "aws-secret", true) || !hasSecretVolume(ps, "netrc", "shared-netrc", false) || envOf(ps.Containers[0])["TESK_FTP_USERNAME"].ValueFrom == nil {
 		t.Errorf("a task without a creator: volumes %+v", ps.Volumes)
 	}
+
+	// The transfer volume is one for all users: a user's task does not
+	// get it, a task without a creator does.
+	cfg.TransferPVCName, cfg.HostBasePath, cfg.ContainerBasePath = "transfer-pvc", "/transfer", "/transfer"
+	for anchor, want := range map[string]bool{"alice": false, "": true} {
+		a := testAnchor
+		a.Creator = anchor
+		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
+			ps := BuildFilerJob(a, part, nil, cfg).Spec.Template.Spec
+			if got := hasMount(ps.Containers[0], "transfer", "/transfer", false); got != want {
+				t.Errorf("creator %q, %s: transfer volume mounted %v, want %v", anchor, part, got, want)
+			}
+		}
+	}
 }

@@ -28,17 +28,19 @@ func (s *Server) checkFileURLs(t *tesv1.Task) error {
 			return nil
 		}
 	}
-	refuse := func(field, raw string) error {
-		return bad("%s: %q is a file URL, and this service has no transfer volume for files (service-info storage: %s)", field, taskspec.Redact(raw), strings.Join(s.storage(), ", "))
-	}
+	return refuseFileURLs(t, fmt.Sprintf("this service has no transfer volume for files (service-info storage: %s)", strings.Join(s.storage(), ", ")))
+}
+
+// refuseFileURLs refuses a task with a file:// input or output, saying why.
+func refuseFileURLs(t *tesv1.Task, why string) error {
 	for i, in := range t.Inputs {
 		if isFileURL(in.URL) {
-			return refuse(fmt.Sprintf("inputs[%d].url", i), in.URL)
+			return bad("inputs[%d].url: %q is a file URL, and %s", i, taskspec.Redact(in.URL), why)
 		}
 	}
 	for i, out := range t.Outputs {
 		if isFileURL(out.URL) {
-			return refuse(fmt.Sprintf("outputs[%d].url", i), out.URL)
+			return bad("outputs[%d].url: %q is a file URL, and %s", i, taskspec.Redact(out.URL), why)
 		}
 	}
 	return nil
@@ -75,6 +77,13 @@ func (s *Server) create(c echo.Context) error {
 		s.Log.Warnw("Unsupported backend parameters left out", "keys", ignored)
 	}
 	caller := callerOf(c)
+	if s.Config.Steps.UserSecretPrefix != "" && caller.Subject != "" {
+		// The transfer volume is one for all users: with credentials per
+		// user, a task of one could read another's files through it.
+		if err := refuseFileURLs(t, "this service keeps credentials per user (FILER_USER_SECRET_PREFIX), and its transfer volume is shared by all users"); err != nil {
+			return s.fail(c, err)
+		}
+	}
 	opts := s.Config.Convert
 	opts.User = caller.Label
 	if opts.DiskGB == 0 {

@@ -605,3 +605,29 @@ func TestListStateFilterAgreesWithGet(t *testing.T) {
 		t.Errorf("pages of QUEUED: %v, want %s and %s", seen, fresh, waiting)
 	}
 }
+
+// fixedCaller authenticates every request as one caller.
+type fixedCaller Caller
+
+func (f fixedCaller) Authenticate(*http.Request) (Caller, error) { return Caller(f), nil }
+
+// With credentials per user (FILER_USER_SECRET_PREFIX) a user's task may
+// not name file:// URLs: the transfer volume is one for all users.
+// Without a known user, or without the prefix, file storage is offered as
+// service-info says.
+func TestFileURLsWithCredentialsPerUser(t *testing.T) {
+	task := `{"executors":[{"image":"a","command":["x"]}],"inputs":[{"path":"/d/a","url":"file:///transfer/a"}]}`
+	a := newAPITestWith(t, fixedCaller{Subject: "alice", Label: "alice"})
+	a.srv.Config.Info.Storage = []string{"s3://", "file:///transfer"}
+	if code, body := a.do(http.MethodPost, "/tasks", task); code != http.StatusOK {
+		t.Fatalf("without per-user credentials: %d %v", code, body)
+	}
+	a.srv.Config.Steps.UserSecretPrefix = "tesk-user-"
+	code, body := a.do(http.MethodPost, "/tasks", task)
+	if msg := fmt.Sprint(body["error"]); code != http.StatusBadRequest || !strings.Contains(msg, "inputs[0].url") || !strings.Contains(msg, "FILER_USER_SECRET_PREFIX") {
+		t.Fatalf("with per-user credentials: %d %v", code, body)
+	}
+	if l, _ := a.client.CoreV1().ConfigMaps("tes").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 1 {
+		t.Errorf("%d ConfigMaps, want the first task's only", len(l.Items))
+	}
+}
