@@ -55,6 +55,7 @@ func run() error {
 	tesBin := flag.String("tes", "bin/tes", "the TES API binary")
 	sweepEvery := flag.Duration("sweep", time.Minute, "how often to send the sweep, as a PingSource would (0: never)")
 	demo := flag.Bool("demo", false, "submit examples/task.submitted.json and follow it until it ends")
+	demoTimeout := flag.Duration("demo-timeout", 10*time.Minute, "how long the demo's task may take to end before the demo fails")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -105,7 +106,7 @@ func run() error {
 		if s.TESURL == "" {
 			return fmt.Errorf("the demo needs the TES API (-tes-port)")
 		}
-		return runDemo(ctx, c, s.TESURL+tes.BasePath, *ns, store)
+		return runDemo(ctx, c, s.TESURL+tes.BasePath, *ns, store, *demoTimeout)
 	}
 	fmt.Fprintln(os.Stderr, "dev: try the curl examples of the README; Ctrl-C stops")
 	<-ctx.Done()
@@ -113,8 +114,9 @@ func run() error {
 }
 
 // runDemo submits the example TES task through the TES API and prints its
-// progress until it ends.
-func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3server.Server) error {
+// progress until it ends. A task that has not ended within timeout, or a
+// signal before it ended, fails the demo.
+func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3server.Server, timeout time.Duration) error {
 	data, err := os.ReadFile("examples/tes-task.json")
 	if err != nil {
 		return err
@@ -133,11 +135,14 @@ func runDemo(ctx context.Context, c *cluster.Cluster, api, ns string, store *s3s
 	}
 	id := created.ID
 	start := time.Now()
+	deadline := time.After(timeout)
 	lastState, lastJobs := "", ""
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return fmt.Errorf("stopped while task %s was %s", id, lastState)
+		case <-deadline:
+			return fmt.Errorf("task %s did not end within %s (still %s)", id, timeout, lastState)
 		case <-time.After(200 * time.Millisecond):
 		}
 		var v tesv1.Task
