@@ -20,6 +20,10 @@ type Caller struct {
 	// All: the caller sees every task (an administrator, or no access
 	// control).
 	All bool
+	// Denied, when set, says why the caller may not create tasks (an
+	// authenticated caller outside the allowed groups and users); it may
+	// still see and cancel the tasks it created.
+	Denied string
 }
 
 // Authenticator finds the caller of a request. An error that is an

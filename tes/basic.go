@@ -195,10 +195,19 @@ type Challenger interface {
 
 // Schemes sends a request to the authenticator of its Authorization
 // header's scheme: Bearer to Bearer, Basic to Basic. A nil one is a scheme
-// not accepted.
+// not accepted. With both, a Basic user is another owner than the token
+// subject of the same name (its subject is BasicSubjectPrefix and the user
+// name) unless SharedOwners says that the users file names the issuer's
+// subjects.
 type Schemes struct {
 	Bearer, Basic Authenticator
+	SharedOwners  bool
 }
+
+// BasicSubjectPrefix marks the subject of a Basic user when tokens are
+// accepted too: "basic:alice" owns what Basic user alice creates, and a
+// token whose subject is "alice" does not.
+const BasicSubjectPrefix = "basic:"
 
 // Authenticate finds the caller by the request's scheme.
 func (s Schemes) Authenticate(r *http.Request) (Caller, error) {
@@ -207,7 +216,12 @@ func (s Schemes) Authenticate(r *http.Request) (Caller, error) {
 	case strings.EqualFold(scheme, "Bearer") && s.Bearer != nil:
 		return s.Bearer.Authenticate(r)
 	case strings.EqualFold(scheme, "Basic") && s.Basic != nil:
-		return s.Basic.Authenticate(r)
+		c, err := s.Basic.Authenticate(r)
+		if err == nil && s.Bearer != nil && !s.SharedOwners {
+			c.Subject = BasicSubjectPrefix + c.Subject
+			c.Label = LabelSafe(c.Subject)
+		}
+		return c, err
 	}
 	var want []string
 	if s.Bearer != nil {

@@ -244,3 +244,42 @@ func TestBasicAndBearer(t *testing.T) {
 		t.Errorf("no credentials: %v, want both schemes named", body)
 	}
 }
+
+// TestBasicUserIsNotTheTokenSubject: with both schemes, Basic user alice
+// and the token subject alice are two owners (neither sees the other's
+// task), unless the operator says the users file names the issuer's
+// subjects (SharedOwners).
+func TestBasicUserIsNotTheTokenSubject(t *testing.T) {
+	is := newIssuer(t)
+	o, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "users")
+	writeUsers(t, file, htpasswd(t, "alice", "s3cret"))
+	b, err := NewBasic(BasicConfig{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "Bearer " + is.token("alice", "tesk", time.Now().Add(time.Hour), "")
+	for _, shared := range []bool{false, true} {
+		a := newAPITestWith(t, Schemes{Bearer: o, Basic: b, SharedOwners: shared})
+		want := http.StatusForbidden
+		if shared {
+			want = http.StatusOK
+		}
+		for _, pair := range [][2]string{{basicAuth("alice", "s3cret"), token}, {token, basicAuth("alice", "s3cret")}} {
+			code, body, _ := a.withAuthorization(pair[0], http.MethodPost, "/tasks", helloTask)
+			if code != http.StatusOK {
+				t.Fatalf("shared %v: alice creates: %d %v", shared, code, body)
+			}
+			id := body["id"].(string)
+			if code, body, _ := a.withAuthorization(pair[1], http.MethodGet, "/tasks/"+id, ""); code != want {
+				t.Errorf("shared %v: the other alice reads the task: %d %v, want %d", shared, code, body, want)
+			}
+			if code, body, _ := a.withAuthorization(pair[0], http.MethodGet, "/tasks/"+id, ""); code != http.StatusOK {
+				t.Errorf("shared %v: alice reads her task: %d %v", shared, code, body)
+			}
+		}
+	}
+}

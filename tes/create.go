@@ -2,6 +2,7 @@ package tes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -55,6 +57,9 @@ func isFileURL(raw string) bool {
 const maxCreateAttempts = 5
 
 func (s *Server) create(c echo.Context) error {
+	if d := callerOf(c).Denied; d != "" {
+		return httperr.Write(c, http.StatusForbidden, errors.New(d))
+	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
 	if err != nil {
 		return s.fail(c, invalid.Errorf("reading the body: %v", err))

@@ -23,13 +23,17 @@ import (
 // refreshed when an unknown key appears), for the audience, not expired.
 // Any other token (an opaque access token, as ELIXIR AAI issues) is sent to
 // the issuer's userinfo endpoint, whose answer names the caller; answers are
-// kept a short while (UserInfoTTL), keyed by the token's SHA-256. The
-// subject owns the tasks it creates; a member of AdminGroup (in the claim
-// GroupsClaim, of the token or of the userinfo) sees every task.
+// kept a short while (UserInfoTTL), keyed by the token's SHA-256; the
+// issuer's userinfo endpoint checks no audience, so opaque tokens are off
+// unless the operator turns them on. The subject owns the tasks it creates;
+// a member of AdminGroup (in the claim GroupsClaim, of the token or of the
+// userinfo) sees every task. With AllowedGroups or AllowedSubjects set, only
+// those callers (and the administrators) may create tasks.
 type OIDC struct {
 	verifier    *oidc.IDTokenVerifier
 	groupsClaim string
 	adminGroup  string
+	allow       allowList
 
 	// userinfo is nil when opaque tokens are refused.
 	userinfo *userInfo
@@ -38,9 +42,13 @@ type OIDC struct {
 // Opaque token modes (OIDCConfig.OpaqueTokens).
 const (
 	// OpaqueUserInfo: tokens that are not JWTs are checked at the issuer's
-	// userinfo endpoint (an issuer without one is an error).
+	// userinfo endpoint (an issuer without one is an error). The endpoint
+	// accepts any token the issuer gave, whichever application it was
+	// given to: another application of the same issuer can replay its
+	// users' tokens here.
 	OpaqueUserInfo = "userinfo"
-	// OpaqueOff: only JWTs are accepted.
+	// OpaqueOff: only JWTs are accepted, each checked for the audience (the
+	// default).
 	OpaqueOff = "off"
 )
 
@@ -54,10 +62,14 @@ const maxUserInfoCache = 10000
 type OIDCConfig struct {
 	Issuer, Audience        string
 	GroupsClaim, AdminGroup string
-	// OpaqueTokens is OpaqueUserInfo or OpaqueOff; "" is OpaqueUserInfo
-	// when the issuer's discovery document names a userinfo endpoint, else
-	// OpaqueOff.
+	// OpaqueTokens is OpaqueUserInfo or OpaqueOff; "" is OpaqueOff.
 	OpaqueTokens string
+	// AllowedGroups and AllowedSubjects, when either is set, are who may
+	// create tasks: the members of a group (in GroupsClaim) and the
+	// subjects named, besides the members of AdminGroup. Others are
+	// authenticated (they see, and may cancel, the tasks they created
+	// before) but a create is refused with 403.
+	AllowedGroups, AllowedSubjects []string
 	// UserInfoTTL is how long a userinfo answer (an accepted or a refused
 	// token) is kept (DefaultUserInfoTTL if 0).
 	UserInfoTTL time.Duration
@@ -84,15 +96,19 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OIDC issuer %s: %w", c.Issuer, err)
 	}
+	if len(c.AllowedGroups) > 0 && c.GroupsClaim == "" {
+		return nil, errors.New("allowed groups need the groups claim that names them")
+	}
 	o := &OIDC{
 		verifier:    p.Verifier(&oidc.Config{ClientID: c.Audience}),
 		groupsClaim: c.GroupsClaim,
 		adminGroup:  c.AdminGroup,
+		allow:       newAllowList(c.AllowedGroups, c.AllowedSubjects),
 	}
 	switch {
 	case c.OpaqueTokens == OpaqueUserInfo && p.UserInfoEndpoint() == "":
 		return nil, fmt.Errorf("OIDC issuer %s names no userinfo endpoint: opaque tokens cannot be checked", c.Issuer)
-	case c.OpaqueTokens == OpaqueOff || p.UserInfoEndpoint() == "":
+	case c.OpaqueTokens != OpaqueUserInfo:
 	default:
 		ttl := c.UserInfoTTL
 		if ttl <= 0 {
@@ -142,17 +158,22 @@ func (o *OIDC) Authenticate(r *http.Request) (Caller, error) {
 	return o.withGroups(Caller{Subject: idt.Subject, Label: LabelSafe(idt.Subject)}, idt.Claims)
 }
 
-// withGroups makes the caller an administrator when the claims (the
-// token's or the userinfo's) hold the admin group.
+// withGroups reads the groups of the caller's claims (the token's or the
+// userinfo's): a member of the admin group is an administrator; one that
+// the allow list leaves out may not create tasks.
 func (o *OIDC) withGroups(c Caller, claims func(any) error) (Caller, error) {
-	if o.adminGroup == "" || o.groupsClaim == "" {
-		return c, nil
+	var groups any
+	if o.groupsClaim != "" && (o.adminGroup != "" || o.allow.any()) {
+		var m map[string]any
+		if err := claims(&m); err != nil {
+			return Caller{}, echo.NewHTTPError(http.StatusForbidden, "the token's claims do not parse: "+err.Error())
+		}
+		groups = m[o.groupsClaim]
 	}
-	var m map[string]any
-	if err := claims(&m); err != nil {
-		return Caller{}, echo.NewHTTPError(http.StatusForbidden, "the token's claims do not parse: "+err.Error())
+	c.All = o.adminGroup != "" && memberOf(groups, o.adminGroup)
+	if !c.All && !o.allow.admits(c.Subject, groups) {
+		c.Denied = o.allow.refusal(c.Subject, o.groupsClaim)
 	}
-	c.All = memberOf(m[o.groupsClaim], o.adminGroup)
 	return c, nil
 }
 

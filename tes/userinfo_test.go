@@ -114,7 +114,7 @@ func TestOpaqueTokensThroughUserInfo(t *testing.T) {
 	is.users["bob-opaque"] = `{"sub":"bob","groups":["users"]}`
 	is.users["carol-opaque"] = `{"sub":"carol","groups":["users","tes-admins"]}`
 	is.users["nobody-opaque"] = `{"email":"x@example.org"}`
-	auth, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", GroupsClaim: "groups", AdminGroup: "tes-admins"})
+	auth, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", GroupsClaim: "groups", AdminGroup: "tes-admins", OpaqueTokens: OpaqueUserInfo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestUserInfoIssuerDown(t *testing.T) {
 	is := newUserinfoIssuer(t)
 	is.users["alice-opaque"] = `{"sub":"alice"}`
 	is.users["bob-opaque"] = `{"sub":"bob"}`
-	auth, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk"})
+	auth, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", OpaqueTokens: OpaqueUserInfo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestUserInfoIssuerDown(t *testing.T) {
 func TestUserInfoAnswersExpire(t *testing.T) {
 	is := newUserinfoIssuer(t)
 	is.users["alice-opaque"] = `{"sub":"alice"}`
-	o, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", UserInfoTTL: 30 * time.Second})
+	o, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", OpaqueTokens: OpaqueUserInfo, UserInfoTTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,23 +258,25 @@ func TestUserInfoAnswersExpire(t *testing.T) {
 	}
 }
 
-// TestOpaqueTokensSwitch: with opaque tokens off, a token that is not a JWT
-// is refused without asking the issuer; asking for them of an issuer
-// without a userinfo endpoint is an error, and by default such an issuer
-// accepts JWTs only.
+// TestOpaqueTokensSwitch: with opaque tokens off, as by default even when
+// the issuer has a userinfo endpoint (which checks no audience), a token
+// that is not a JWT is refused without asking the issuer; asking for them
+// of an issuer without a userinfo endpoint is an error.
 func TestOpaqueTokensSwitch(t *testing.T) {
 	is := newUserinfoIssuer(t)
 	is.users["alice-opaque"] = `{"sub":"alice"}`
-	o, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", OpaqueTokens: OpaqueOff})
-	if err != nil || o.OpaqueTokens() {
-		t.Fatalf("off: %v, opaque %v", err, o != nil && o.OpaqueTokens())
-	}
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	r.Header.Set("Authorization", "Bearer alice-opaque")
-	if _, err := o.Authenticate(r); err == nil || is.times("alice-opaque") != 0 {
-		t.Errorf("off: %v, the issuer asked %d times", err, is.times("alice-opaque"))
-	} else if _, ok := err.(*echo.HTTPError); ok {
-		t.Errorf("off: %v is not a refusal (401)", err)
+	for name, mode := range map[string]string{"off": OpaqueOff, "default": ""} {
+		o, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", OpaqueTokens: mode})
+		if err != nil || o.OpaqueTokens() {
+			t.Fatalf("%s: %v, opaque %v", name, err, o != nil && o.OpaqueTokens())
+		}
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer alice-opaque")
+		if _, err := o.Authenticate(r); err == nil || is.times("alice-opaque") != 0 {
+			t.Errorf("%s: %v, the issuer asked %d times", name, err, is.times("alice-opaque"))
+		} else if _, ok := err.(*echo.HTTPError); ok {
+			t.Errorf("%s: %v is not a refusal (401)", name, err)
+		}
 	}
 	if _, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk", OpaqueTokens: "maybe"}); err == nil {
 		t.Error("opaque tokens \"maybe\" accepted")

@@ -319,6 +319,17 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 		GroupsClaim:  strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
 		AdminGroup:   strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
 		OpaqueTokens: strings.ToLower(strings.TrimSpace(getenv("OIDC_OPAQUE_TOKENS"))),
+		// Who may create tasks: with neither set, everyone the issuer
+		// knows.
+		AllowedGroups:   strings.Split(getenv("OIDC_ALLOWED_GROUPS"), ","),
+		AllowedSubjects: strings.Split(getenv("OIDC_ALLOWED_SUBJECTS"), ","),
+	}
+	if strings.TrimSpace(getenv("OIDC_ALLOWED_GROUPS")) != "" && c.GroupsClaim == "" {
+		return nil, nil, errors.New("OIDC_ALLOWED_GROUPS needs OIDC_GROUPS_CLAIM, the token claim that names a caller's groups")
+	}
+	shared, err := cmdutil.Env(getenv).Bool("TES_AUTH_SHARED_OWNERS")
+	if err != nil {
+		return nil, nil, err
 	}
 	if c.OpaqueTokens != "" && c.OpaqueTokens != tes.OpaqueUserInfo && c.OpaqueTokens != tes.OpaqueOff {
 		return nil, nil, fmt.Errorf("OIDC_OPAQUE_TOKENS=%q: use %s or %s", c.OpaqueTokens, tes.OpaqueUserInfo, tes.OpaqueOff)
@@ -340,7 +351,7 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 		n := notConfigured{reason: reason}
 		return n, n.Ready, nil
 	}
-	var s tes.Schemes
+	s := tes.Schemes{SharedOwners: shared}
 	var ready func() error
 	if slices.Contains(modes, authBasic) {
 		var admins []string

@@ -195,7 +195,10 @@ func TestBasicAccess(t *testing.T) {
 		{"no file", map[string]string{"TES_AUTH": "basic", "TES_BASIC_AUTH_FILE": filepath.Join(dir, "none")}, "error: TES_BASIC_AUTH_FILE"},
 		{"both", map[string]string{"TES_AUTH": "oidc,basic", "TES_BASIC_AUTH_FILE": good, "OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "tesk"}, "basic,oidc"},
 		{"both without an issuer", map[string]string{"TES_AUTH": "oidc,basic", "TES_BASIC_AUTH_FILE": good}, "reason: OIDC_ISSUER"},
+		{"both, shared owners", map[string]string{"TES_AUTH": "oidc,basic", "TES_BASIC_AUTH_FILE": good, "OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "tesk", "TES_AUTH_SHARED_OWNERS": "true"}, "basic,oidc"},
+		{"shared owners not a boolean", map[string]string{"TES_AUTH": "oidc,basic", "TES_BASIC_AUTH_FILE": good, "OIDC_ISSUER": "http://127.0.0.1:1", "OIDC_AUDIENCE": "tesk", "TES_AUTH_SHARED_OWNERS": "maybe"}, "error: TES_AUTH_SHARED_OWNERS"},
 		{"opaque tokens unknown", map[string]string{"TES_AUTH": "oidc", "OIDC_ISSUER": "http://x", "OIDC_AUDIENCE": "a", "OIDC_OPAQUE_TOKENS": "introspect"}, "error: OIDC_OPAQUE_TOKENS"},
+		{"allowed groups without their claim", map[string]string{"TES_AUTH": "oidc", "OIDC_ISSUER": "http://x", "OIDC_AUDIENCE": "a", "OIDC_ALLOWED_GROUPS": "lab"}, "error: OIDC_GROUPS_CLAIM"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -221,7 +224,13 @@ func TestBasicAccess(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.SetBasicAuth("alice", "pw")
 			caller, err := a.Authenticate(r)
-			if err != nil || caller.Subject != "alice" || caller.All != (c.env["TES_BASIC_AUTH_ADMINS"] != "") {
+			// With tokens too, Basic user alice is not the token subject
+			// alice unless the operator says so.
+			subject := "alice"
+			if c.env["OIDC_ISSUER"] != "" && c.env["TES_AUTH_SHARED_OWNERS"] != "true" {
+				subject = "basic:alice"
+			}
+			if err != nil || caller.Subject != subject || caller.All != (c.env["TES_BASIC_AUTH_ADMINS"] != "") {
 				t.Errorf("alice: %+v %v", caller, err)
 			}
 			r.SetBasicAuth("alice", "wrong")
