@@ -1,58 +1,44 @@
 package tes
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// byHeader is an Authenticator for tests: the X-User header is the subject.
-type byHeader struct{}
-
-func (byHeader) Authenticate(r *http.Request) (Caller, error) {
-	u := r.Header.Get("X-User")
-	if u == "" {
-		return Caller{}, errors.New("no user")
-	}
-	return Caller{Subject: u, Label: LabelSafe(u)}, nil
-}
-
+// at is the time sec seconds after a fixed instant, in UTC.
 func at(sec int) metav1.Time { return metav1.NewTime(time.Unix(1_000_000+int64(sec), 0).UTC()) }
 
+// iso is at(sec) in RFC 3339, as the answers write it.
 func iso(sec int) string { return at(sec).UTC().Format(time.RFC3339Nano) }
 
+// job is the job of a task's part, created at second created.
 func job(task, part string, created int) batchv1.Job {
 	return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: taskmeta.ObjectName(task, part), Namespace: "tes",
 		CreationTimestamp: at(created), Labels: map[string]string{taskmeta.LabelTask: task}}}
 }
 
+// podOf is a pod of job j with one container in state.
 func podOf(j batchv1.Job, created int, state corev1.ContainerState) corev1.Pod {
 	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-abcde", Namespace: "tes", CreationTimestamp: at(created),
 		Labels: map[string]string{taskmeta.LabelTask: j.Labels[taskmeta.LabelTask], batchv1.JobNameLabel: j.Name}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: state}}}}
 }
 
+// terminated is a container state that ran from start to end with code.
 func terminated(start, end int, code int32) corev1.ContainerState {
 	return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{StartedAt: at(start), FinishedAt: at(end), ExitCode: code}}
 }
 
+// complete is job j, completed at second end.
 func complete(j batchv1.Job, end int) batchv1.Job {
 	t := at(end)
 	j.Status.CompletionTime = &t
@@ -60,6 +46,7 @@ func complete(j batchv1.Job, end int) batchv1.Job {
 	return j
 }
 
+// taskEvent is an Event of task-1's anchor at second sec.
 func taskEvent(sec int, reason, msg string) TaskEvent {
 	return TaskEvent{Time: iso(sec), Type: corev1.EventTypeNormal, Reason: reason, Message: msg, Object: "ConfigMap/task-1", at: at(sec).Time}
 }
@@ -162,88 +149,5 @@ func TestTimelineFailedExecutor(t *testing.T) {
 	s := got[0]
 	if s.Status != StepFailed || s.ExitCode == nil || *s.ExitCode != 3 || s.Ended != iso(3) || s.Created != ev.Time || s.Started != ev.Time {
 		t.Errorf("%+v", s)
-	}
-}
-
-// GET /tasks/{id}/events: the task's Events oldest first and its steps, for
-// its owner only; 404 for an unknown task.
-func TestTaskEventsEndpoint(t *testing.T) {
-	client := fake.NewSimpleClientset()
-	s := &Server{Client: client, Config: Config{Namespace: "tes", Steps: steps.DefaultConfig()}, Auth: byHeader{}, Log: zap.NewNop().Sugar(),
-		Now: func() time.Time { return at(100).Time }}
-	hs := httptest.NewServer(s.Echo())
-	defer hs.Close()
-	ctx := context.Background()
-	prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "task-1", Namespace: "tes", CreationTimestamp: at(0),
-		Labels:      map[string]string{taskmeta.LabelTask: "task-1", taskmeta.LabelCreator: "alice"},
-		Annotations: map[string]string{taskmeta.AnnotationCreator: "alice", taskmeta.AnnotationProgress: prog.String()}}}
-	if _, err := client.CoreV1().ConfigMaps("tes").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	j := job("task-1", "ex-00", 1)
-	if _, err := client.BatchV1().Jobs("tes").Create(ctx, &j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p := podOf(j, 1, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(2)}})
-	if _, err := client.CoreV1().Pods("tes").Create(ctx, &p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range []struct {
-		reason, note, kind, name string
-		sec                      int
-	}{
-		{"JobCreated", "Created job task-1-ex-00", "ConfigMap", "task-1", 1},
-		{"Started", "Task started: ex-00", "ConfigMap", "task-1", 0},
-		{"Pulled", "Pulled the image", "Pod", p.Name, 2},
-	} {
-		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i), Namespace: "tes", UID: types.UID(fmt.Sprintf("uid-%d", i))},
-			InvolvedObject: corev1.ObjectReference{Kind: e.kind, Name: e.name, Namespace: "tes"},
-			Reason:         e.reason, Message: e.note, Type: corev1.EventTypeNormal,
-			EventTime: metav1.NewMicroTime(at(e.sec).Time), ReportingController: "tesk-knative.ga4gh.org/handler"}
-		if _, err := client.CoreV1().Events("tes").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get := func(user, id string) (int, TaskEvents, string) {
-		req, _ := http.NewRequest(http.MethodGet, hs.URL+BasePath+"/tasks/"+id+"/events", nil)
-		req.Header.Set("X-User", user)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var raw json.RawMessage
-		_ = json.NewDecoder(resp.Body).Decode(&raw)
-		var te TaskEvents
-		_ = json.Unmarshal(raw, &te)
-		return resp.StatusCode, te, string(raw)
-	}
-	code, te, raw := get("alice", "task-1")
-	if code != http.StatusOK {
-		t.Fatalf("%d %s", code, raw)
-	}
-	var reasons []string
-	for _, e := range te.Events {
-		reasons = append(reasons, e.Reason+"@"+e.Object)
-	}
-	if fmt.Sprint(reasons) != "[Started@ConfigMap/task-1 JobCreated@ConfigMap/task-1 Pulled@Pod/task-1-ex-00-abcde]" {
-		t.Errorf("events %v", reasons)
-	}
-	if te.ID != "task-1" || te.State != tesv1.StateRunning || te.ServerTime != iso(100) || len(te.Steps) != 1 ||
-		te.Steps[0].Status != StepRunning || te.Steps[0].Created != iso(1) || te.Steps[0].Started != iso(2) {
-		t.Errorf("answer %s", raw)
-	}
-	if !strings.Contains(raw, `"source":"tesk-knative.ga4gh.org/handler"`) {
-		t.Errorf("no source: %s", raw)
-	}
-	if code, _, raw := get("bob", "task-1"); code != http.StatusForbidden {
-		t.Errorf("another user: %d %s", code, raw)
-	}
-	if code, _, raw := get("alice", "task-ffffffff"); code != http.StatusNotFound || !strings.Contains(raw, `"error"`) {
-		t.Errorf("unknown task: %d %s", code, raw)
-	}
-	if code, _, _ := get("", "task-1"); code != http.StatusUnauthorized {
-		t.Errorf("no token: %d", code)
 	}
 }

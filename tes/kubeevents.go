@@ -1,0 +1,183 @@
+package tes
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+// EventsPath is this service's extension to TES: a task's story, its
+// Kubernetes Events and its steps' times (GET, under BasePath; the same
+// access rules as GET /tasks/{id}).
+const EventsPath = "/tasks/:id/events"
+
+// TaskEvents is the answer of GET /tasks/{id}/events.
+type TaskEvents struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// ServerTime is the service's clock when it answered: the end of the
+	// bars of steps still running.
+	ServerTime string `json:"server_time"`
+	// Events are the Kubernetes Events of the task's anchor, volume claim,
+	// jobs and pods, oldest first. The API server keeps Events for a while
+	// only (an hour by default).
+	Events []TaskEvent `json:"events"`
+	// Steps are the task's parts in the order they run, with their times.
+	Steps []TaskStep `json:"steps"`
+}
+
+// TaskEvent is one Kubernetes Event of a task's object.
+type TaskEvent struct {
+	Time    string `json:"time"`
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Object is the kind and name of the object the Event is about
+	// (ConfigMap/<task> for the task's own story).
+	Object string `json:"object"`
+	Count  int32  `json:"count,omitempty"`
+	// Source is the component that recorded it.
+	Source string `json:"source,omitempty"`
+
+	at time.Time
+}
+
+// taskEvents serves GET /tasks/{id}/events: the task's Kubernetes Events,
+// its state and its steps with their times.
+func (s *Server) taskEvents(c echo.Context) error {
+	cm, err := s.anchor(c, c.Param("id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx := c.Request().Context()
+	jobs, pods, err := s.store().JobsAndPods(ctx, labels.Set{taskmeta.LabelTask: cm.Name}.String())
+	if err != nil {
+		return s.fail(c, err)
+	}
+	names := []string{cm.Name, taskmeta.PVCName(cm.Name)}
+	for _, j := range jobs {
+		names = append(names, j.Name)
+	}
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	evs, err := s.eventsOf(ctx, names)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	now := s.now()
+	state := s.build(ctx, cm, jobs, pods, tesv1.ViewMinimal).State
+	return c.JSON(http.StatusOK, TaskEvents{
+		ID:         cm.Name,
+		State:      state,
+		ServerTime: now.UTC().Format(time.RFC3339Nano),
+		Events:     evs,
+		Steps:      Timeline(cm.ObjectMeta, jobs, pods, evs),
+	})
+}
+
+// eventsOf lists the Events about each of the named objects (a LIST with a
+// field selector per name, a few at a time), oldest first.
+func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, error) {
+	var mu sync.Mutex
+	var out []TaskEvent
+	seen := map[types.UID]bool{}
+	var firstErr error
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			items, err := s.store().EventsAbout(ctx, name)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			for i := range items {
+				if uid := items[i].UID; uid != "" {
+					if seen[uid] {
+						continue
+					}
+					seen[uid] = true
+				}
+				out = append(out, eventOf(&items[i]))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sort.SliceStable(out, func(i, k int) bool {
+		if !out[i].at.Equal(out[k].at) {
+			return out[i].at.Before(out[k].at)
+		}
+		return out[i].Object < out[k].Object
+	})
+	if out == nil {
+		out = []TaskEvent{}
+	}
+	return out, nil
+}
+
+// eventOf converts an Event (recorded through events.k8s.io/v1 or
+// core/v1); its time is the last time it was seen.
+func eventOf(e *corev1.Event) TaskEvent {
+	t := e.EventTime.Time
+	count := e.Count
+	if e.Series != nil {
+		t = e.Series.LastObservedTime.Time
+		count = e.Series.Count
+	}
+	if !e.LastTimestamp.IsZero() && e.LastTimestamp.After(t) {
+		t = e.LastTimestamp.Time
+	}
+	if t.IsZero() {
+		t = e.FirstTimestamp.Time
+	}
+	if t.IsZero() {
+		t = e.CreationTimestamp.Time
+	}
+	src := e.ReportingController
+	if src == "" {
+		src = e.Source.Component
+	}
+	if count <= 1 {
+		count = 0
+	}
+	return TaskEvent{
+		Time:    formatTime(t),
+		Type:    e.Type,
+		Reason:  e.Reason,
+		Message: e.Message,
+		Object:  e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
+		Count:   count,
+		Source:  src,
+		at:      t,
+	}
+}
+
+// formatTime is RFC 3339 in UTC, with the fraction of a second when there
+// is one (Events have microseconds, objects seconds).
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
