@@ -1,0 +1,222 @@
+package steps
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// The settings a step depends on besides the cluster (Config), their
+// defaults, and a task's TTL as its anchor records it.
+
+// Defaults of the options.
+const (
+	DefaultNamespace    = "default"
+	DefaultPodTimeout   = 240 * time.Second
+	DefaultFilerName    = "ghcr.io/elixir-cloud-aai/tesk-knative-filer"
+	DefaultFilerVersion = "latest"
+	DefaultFilerTimeout = "300"
+	maxFilerTimeout     = 1e9
+	// The filer's bounds of FILER_PARALLELISM (filer.DefaultParallelism,
+	// filer.MaxParallelism).
+	defaultFilerParallelism = 8
+	maxFilerParallelism     = 256
+	DefaultDiskGB           = 1.0
+	minDiskGB               = 1.0 / 1024
+	maxDiskGB               = 1 << 20
+	AWSSecretName           = "aws-secret"
+	maxInt32                = math.MaxInt32
+	defaultFilerUID         = 65532
+	recordedMissingGrace    = 60 * time.Second
+)
+
+// Config is everything a step depends on besides the cluster: the options
+// (flags or environment) and the environment variables of behaviour §3.
+type Config struct {
+	Namespace        string
+	PodTimeout       time.Duration
+	FilerName        string
+	FilerVersion     string
+	PullPolicyAlways bool
+	Debug            bool
+
+	ExecutorBackoffLimit *int32
+	FilerBackoffLimit    *int32
+	FilerHTTPTimeout     string
+	FilerParallelism     int // files each filer moves at once; 0: the filer's default
+	StorageClassName     string
+	DefaultDiskGB        float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
+	MaxQueue             time.Duration // 0: pods may wait to be scheduled forever
+	TaskTTL              *time.Duration
+	KeepFailedPVC        bool
+
+	FilerPodSecurityContext *corev1.PodSecurityContext // nil: none
+	FilerSecurityContext    *corev1.SecurityContext    // nil: none
+	FilerResources          corev1.ResourceRequirements
+
+	// AWSSecretName is the secret of S3 credentials every filer job mounts
+	// when it exists (AWS_SECRET_NAME; behaviour §3.12).
+	AWSSecretName string
+
+	FTPUsername, FTPPassword string
+	FTPSecretName            string
+	FTPHosts                 string
+	NetrcSecretName          string
+
+	HostBasePath, ContainerBasePath, TransferPVCName string
+
+	// ExecutorSecret, if its Name is set, is mounted read-only into every
+	// executor (EXECUTOR_SECRET_NAME, EXECUTOR_SECRET_MOUNT_PATH), as the
+	// TESK API's executor secret; it is also the one volume an executor's
+	// job spec may name itself (behaviour §8.8).
+	ExecutorSecret ExecutorSecret
+	// ExecutorSecurityContext is every executor container's security
+	// context (EXECUTOR_SECURITY_CONTEXT; nil: none). A task's own may only
+	// choose the user and take rights away (behaviour §3.13).
+	ExecutorSecurityContext *corev1.SecurityContext
+	// ExecutorServiceAccount runs the executor pods
+	// (EXECUTOR_SERVICE_ACCOUNT; empty: the namespace's default). No
+	// executor or filer pod gets a token of its ServiceAccount.
+	ExecutorServiceAccount string
+
+	// ExecutorPodAnnotations are the annotation keys, or prefixes ending in
+	// "/", that an executor's pod template may carry besides what the
+	// allow-list admits (EXECUTOR_POD_ANNOTATIONS; behaviour §8.8).
+	ExecutorPodAnnotations []string
+
+	// TrustEvents takes events at their word (TRUST_EVENTS): a
+	// task.submitted may carry the task JSON (data.input) and a
+	// task.cancelled cancels the task it names. Meant for local use. Off,
+	// an event only makes the handler look at a task again: what the task
+	// runs and whether it is cancelled are read from its anchor, which the
+	// TES API (or the TESK API) wrote (behaviour §5.2).
+	TrustEvents bool
+
+	// UserSecretPrefix, if set, gives the filer jobs of a task that the TES
+	// API created for a known user the secret <prefix><user hash> in place
+	// of the shared credentials (FILER_USER_SECRET_PREFIX, behaviour §3.14).
+	UserSecretPrefix string
+
+	// BackendParameters are the backend parameters a task may set and
+	// what they make of its pods (BACKEND_PARAMETERS; nil: none).
+	BackendParameters *backendparams.Config
+
+	// LogTailBytes is how much of the end of each of an executor's streams
+	// is kept (TES_LOG_TAIL_BYTES; 0: DefaultLogTailBytes). The record on
+	// the executor's job keeps at most half of MaxRecordedLogBytes of each.
+	LogTailBytes int
+}
+
+// logTailBytes is how much of the end of each of an executor's streams is
+// kept.
+func (c Config) logTailBytes() int {
+	if c.LogTailBytes <= 0 {
+		return DefaultLogTailBytes
+	}
+	return c.LogTailBytes
+}
+
+// diskGB is the size of the PVC of a task without disk_gb.
+func (c Config) diskGB() float64 {
+	if c.DefaultDiskGB <= 0 {
+		return DefaultDiskGB
+	}
+	return c.DefaultDiskGB
+}
+
+// ExecutorSecret is a secret mounted read-only into every executor.
+type ExecutorSecret struct {
+	Name      string
+	MountPath string
+}
+
+// FilerImage is the image of the filer jobs.
+func (c Config) FilerImage() string { return c.FilerName + ":" + c.FilerVersion }
+
+// DefaultConfig is the configuration with nothing set.
+func DefaultConfig() Config {
+	return Config{
+		Namespace:               DefaultNamespace,
+		PodTimeout:              DefaultPodTimeout,
+		FilerName:               DefaultFilerName,
+		FilerVersion:            DefaultFilerVersion,
+		FilerHTTPTimeout:        DefaultFilerTimeout,
+		AWSSecretName:           AWSSecretName,
+		FilerPodSecurityContext: DefaultFilerPodSecurityContext(),
+		FilerSecurityContext:    DefaultFilerSecurityContext(),
+		ExecutorSecurityContext: DefaultExecutorSecurityContext(),
+		LogTailBytes:            DefaultLogTailBytes,
+	}
+}
+
+// DefaultExecutorSecurityContext is the executor container's security
+// context unless EXECUTOR_SECURITY_CONTEXT replaces it: no privilege
+// escalation, no capabilities, the runtime's default seccomp profile. The
+// user stays the one the image asks for (root included), so images that
+// run as root and write only what they own keep working.
+func DefaultExecutorSecurityContext() *corev1.SecurityContext {
+	no := false
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// DefaultFilerPodSecurityContext is the filer pod's security context unless
+// FILER_POD_SECURITY_CONTEXT replaces it: user, group and fsGroup 65532,
+// changed on a volume only where its root does not have it yet (a
+// recursive change of a large volume at every filer pod's start would
+// cost minutes).
+func DefaultFilerPodSecurityContext() *corev1.PodSecurityContext {
+	uid := int64(defaultFilerUID)
+	yes := true
+	onRootMismatch := corev1.FSGroupChangeOnRootMismatch
+	return &corev1.PodSecurityContext{
+		RunAsUser:           &uid,
+		RunAsGroup:          &uid,
+		FSGroup:             &uid,
+		FSGroupChangePolicy: &onRootMismatch,
+		RunAsNonRoot:        &yes,
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// DefaultFilerSecurityContext is the filer container's security context
+// unless FILER_SECURITY_CONTEXT replaces it.
+func DefaultFilerSecurityContext() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		ReadOnlyRootFilesystem:   &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// noTTL is the value of taskmeta.AnnotationTTL for a task without a TTL.
+const noTTL = "none"
+
+// TTLValue is the value of taskmeta.AnnotationTTL for a TTL (nil: none).
+func TTLValue(ttl *time.Duration) string {
+	if ttl == nil {
+		return noTTL
+	}
+	return strconv.FormatInt(int64(ttl.Seconds()), 10)
+}
+
+// TaskTTLOf is the TTL recorded on a task's anchor; none if it has none, or
+// if it recorded none (a task that started before TTLs were recorded keeps
+// its objects, as a later setting must not shorten its life).
+func TaskTTLOf(anchor metav1.ObjectMeta) (time.Duration, bool) {
+	n, err := strconv.ParseInt(anchor.Annotations[taskmeta.AnnotationTTL], 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
