@@ -3,7 +3,6 @@ package steps
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"path"
 	"slices"
@@ -374,12 +373,4 @@ func Parts(t *taskspec.Task) []string {
 		parts = append(parts, taskmeta.PartOutputsFiler)
 	}
 	return parts
-}
-
-// describe names a part for messages.
-func describe(task, part string) string {
-	if part == taskmeta.PartPVC {
-		return fmt.Sprintf("PVC '%s'", taskmeta.PVCName(task))
-	}
-	return fmt.Sprintf("job '%s'", taskmeta.ObjectName(task, part))
 }

@@ -59,22 +59,3 @@ func cancel(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now tim
 	}
 	return stop(plan, prog, cfg, tesv1.StateCanceled, strings.Join(append([]string{"Task cancelled"}, lines...), "\n"))
 }
-
-// stop ends the task: its PVC deleted (kept and released from the task with
-// KEEP_FAILED_PVC), the final state written last, with why: one line, and a
-// line for each job whose deletion was rejected (TES system_logs).
-func stop(plan Plan, prog taskmeta.Progress, cfg Config, state, reason string) Plan {
-	if prog.IsStarted(taskmeta.PartPVC) {
-		if cfg.KeepFailedPVC {
-			plan.Actions = append(plan.Actions, Action{Kind: ReleasePVC, Part: taskmeta.PartPVC})
-		} else {
-			plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC})
-		}
-	}
-	for _, k := range prog.Kept {
-		reason += "\n" + k.Reason
-	}
-	plan.Final = &Final{State: state, Reason: reason}
-	plan.State = state
-	return plan
-}

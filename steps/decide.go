@@ -181,23 +181,6 @@ func endedTask(plan Plan, anchor metav1.ObjectMeta, state string, now time.Time)
 	return plan
 }
 
-// phaseOf is the TES state while a part runs.
-func phaseOf(part string) string {
-	if part == taskmeta.PartPVC || part == taskmeta.PartInputsFiler {
-		return tesv1.StateInitializing
-	}
-	return tesv1.StateRunning
-}
-
-// failedState is the TES state of a task stopped by a failed part: an
-// executor's failure is the executor's error, a filer's the system's.
-func failedState(part string) string {
-	if _, ok := taskmeta.ExecutorIndex(part); ok {
-		return tesv1.StateExecutorError
-	}
-	return tesv1.StateSystemError
-}
-
 // ranBefore reports whether a pod of the job ran or failed before.
 func ranBefore(job *batchv1.Job, pods []*corev1.Pod) bool {
 	if job.Status.Failed > 0 || job.Status.Succeeded > 0 {
@@ -218,17 +201,6 @@ func anyRunning(pods []*corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// podsOfJob returns the pods the Job controller created for the job.
-func podsOfJob(pods []*corev1.Pod, job string) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range pods {
-		if p.Labels[batchv1.JobNameLabel] == job || p.Labels["job-name"] == job {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func failureDetail(j *batchv1.Job) string {
