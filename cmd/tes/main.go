@@ -327,7 +327,8 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 	if strings.TrimSpace(getenv("OIDC_ALLOWED_GROUPS")) != "" && c.GroupsClaim == "" {
 		return nil, nil, errors.New("OIDC_ALLOWED_GROUPS needs OIDC_GROUPS_CLAIM, the token claim that names a caller's groups")
 	}
-	shared, err := cmdutil.Env(getenv).Bool("TES_AUTH_SHARED_OWNERS")
+	env := cmdutil.Env(getenv)
+	shared, err := env.Bool("TES_AUTH_SHARED_OWNERS")
 	if err != nil {
 		return nil, nil, err
 	}
