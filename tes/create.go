@@ -69,6 +69,9 @@ func (s *Server) create(c echo.Context) error {
 		err = Validate(t)
 	}
 	if err == nil {
+		err = s.Config.Limits.Check(t)
+	}
+	if err == nil {
 		err = s.checkFileURLs(t)
 	}
 	if err != nil {

@@ -35,6 +35,8 @@ type Config struct {
 	Steps steps.Config
 	// Convert holds the executors' secret and security context.
 	Convert ConvertOptions
+	// Limits are the most a task may ask for (the zero Limits: none).
+	Limits Limits
 }
 
 // Server is the TES API of one namespace. It keeps nothing between requests:

@@ -111,6 +111,11 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 			}
 		}
 	}
+	limits, err := taskLimits(def)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Limits = limits
 	if s := def("TES_LOG_TAIL_BYTES", ""); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > steps.MaxLogTailBytes {
@@ -119,6 +124,50 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 		cfg.LogTailBytes = n
 	}
 	return cfg, nil
+}
+
+// taskLimits reads the most a task may ask for: an unset variable keeps
+// tes.DefaultLimits' value, 0 lifts the limit, and anything but a number
+// from 0 up is an error naming the variable.
+func taskLimits(def func(name, fallback string) string) (tes.Limits, error) {
+	l := tes.DefaultLimits()
+	counts := []struct {
+		value, name string
+		to          *int
+	}{
+		{def("TES_MAX_EXECUTORS", ""), "TES_MAX_EXECUTORS", &l.Executors},
+		{def("TES_MAX_INPUTS", ""), "TES_MAX_INPUTS", &l.Inputs},
+		{def("TES_MAX_OUTPUTS", ""), "TES_MAX_OUTPUTS", &l.Outputs},
+		{def("TES_MAX_CPU_CORES", ""), "TES_MAX_CPU_CORES", &l.CPUCores},
+	}
+	for _, c := range counts {
+		if c.value == "" {
+			continue
+		}
+		n, err := strconv.Atoi(c.value)
+		if err != nil || n < 0 {
+			return l, fmt.Errorf("%s=%q is not a whole number from 0 (0: no limit)", c.name, c.value)
+		}
+		*c.to = n
+	}
+	sizes := []struct {
+		value, name string
+		to          *float64
+	}{
+		{def("TES_MAX_RAM_GB", ""), "TES_MAX_RAM_GB", &l.RAMGB},
+		{def("TES_MAX_DISK_GB", ""), "TES_MAX_DISK_GB", &l.DiskGB},
+	}
+	for _, c := range sizes {
+		if c.value == "" {
+			continue
+		}
+		n, err := strconv.ParseFloat(c.value, 64)
+		if err != nil || !(n >= 0 && n <= 1e9) {
+			return l, fmt.Errorf("%s=%q is not a number of GB from 0 to 1e9 (0: no limit)", c.name, c.value)
+		}
+		*c.to = n
+	}
+	return l, nil
 }
 
 func run(args []string, getenv func(string) string) error {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
+	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -29,6 +30,11 @@ func TestAPIConfig(t *testing.T) {
 		{"storage and tail", map[string]string{"TES_STORAGE": " s3://a, file:///b ,", "TES_LOG_TAIL_BYTES": "1024"}, ""},
 		{"tail not a number", map[string]string{"TES_LOG_TAIL_BYTES": "64k"}, "TES_LOG_TAIL_BYTES"},
 		{"tail too large", map[string]string{"TES_LOG_TAIL_BYTES": "2000000"}, "TES_LOG_TAIL_BYTES"},
+		{"limits", map[string]string{"TES_MAX_EXECUTORS": "3", "TES_MAX_INPUTS": "0", "TES_MAX_RAM_GB": "0.5", "TES_MAX_DISK_GB": " 20 "}, ""},
+		{"executors not a number", map[string]string{"TES_MAX_EXECUTORS": "many"}, "TES_MAX_EXECUTORS"},
+		{"cores below 0", map[string]string{"TES_MAX_CPU_CORES": "-1"}, "TES_MAX_CPU_CORES"},
+		{"ram not a number", map[string]string{"TES_MAX_RAM_GB": "NaN"}, "TES_MAX_RAM_GB"},
+		{"disk infinite", map[string]string{"TES_MAX_DISK_GB": "+Inf"}, "TES_MAX_DISK_GB"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,6 +44,18 @@ func TestAPIConfig(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("error %v, want one naming %s", err, c.want)
+			}
+			switch c.name {
+			case "defaults":
+				if cfg.Limits != tes.DefaultLimits() {
+					t.Errorf("limits %+v, want the defaults %+v", cfg.Limits, tes.DefaultLimits())
+				}
+			case "limits":
+				want := tes.DefaultLimits()
+				want.Executors, want.Inputs, want.RAMGB, want.DiskGB = 3, 0, 0.5, 20
+				if cfg.Limits != want {
+					t.Errorf("limits %+v, want %+v", cfg.Limits, want)
+				}
 			}
 			if c.name == "storage and tail" && (len(cfg.Info.Storage) != 2 || cfg.Info.Storage[1] != "file:///b" || cfg.LogTailBytes != 1024) {
 				t.Errorf("storage %q tail %d", cfg.Info.Storage, cfg.LogTailBytes)

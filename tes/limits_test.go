@@ -1,0 +1,69 @@
+package tes
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+// TestLimits: a task at a limit passes, one over it is refused naming the
+// field, its size and the limit; 0 is no limit.
+func TestLimits(t *testing.T) {
+	l := Limits{Executors: 2, Inputs: 1, Outputs: 1, CPUCores: 4, RAMGB: 8, DiskGB: 10.5}
+	exec := tesv1.Executor{Image: "alpine", Command: []string{"true"}}
+	in, out := tesv1.Input{Path: "/in", Content: "x"}, tesv1.Output{Path: "/out", URL: "s3://b/o"}
+	at := func() *tesv1.Task {
+		return &tesv1.Task{
+			Executors: []tesv1.Executor{exec, exec}, Inputs: []tesv1.Input{in}, Outputs: []tesv1.Output{out},
+			Resources: &tesv1.Resources{CPUCores: 4, RAMGB: 8, DiskGB: 10.5},
+		}
+	}
+	if err := l.Check(at()); err != nil {
+		t.Fatalf("a task at every limit: %v", err)
+	}
+	if err := l.Check(&tesv1.Task{Executors: []tesv1.Executor{exec}}); err != nil {
+		t.Fatalf("a task without resources: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*tesv1.Task)
+		want   string
+	}{
+		{"executors", func(t *tesv1.Task) { t.Executors = append(t.Executors, exec) }, "executors: 3 of them, more than the 2"},
+		{"inputs", func(t *tesv1.Task) { t.Inputs = append(t.Inputs, in) }, "inputs: 2 of them, more than the 1"},
+		{"outputs", func(t *tesv1.Task) { t.Outputs = append(t.Outputs, out) }, "outputs: 2 of them, more than the 1"},
+		{"cpu", func(t *tesv1.Task) { t.Resources.CPUCores = 5 }, "resources.cpu_cores: 5, more than the 4"},
+		{"ram", func(t *tesv1.Task) { t.Resources.RAMGB = 1 << 20 }, "resources.ram_gb: 1048576 GB, more than the 8 GB"},
+		{"disk", func(t *tesv1.Task) { t.Resources.DiskGB = 10.75 }, "resources.disk_gb: 10.75 GB, more than the 10.5 GB"},
+	} {
+		task := at()
+		c.change(task)
+		err := l.Check(task)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+		if err := (Limits{}).Check(task); err != nil {
+			t.Errorf("%s without limits: %v", c.name, err)
+		}
+	}
+}
+
+// TestCreateOverALimit: a create over a limit is a 400 naming it, and
+// writes nothing.
+func TestCreateOverALimit(t *testing.T) {
+	a := newAPITest(t)
+	a.srv.Config.Limits = DefaultLimits()
+	over := strings.Replace(helloTask, `"resources":{"cpu_cores":1,`, `"resources":{"cpu_cores":1,"ram_gb":1048576,`, 1)
+	code, body := a.do(http.MethodPost, "/tasks", over)
+	if msg, _ := body["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, "resources.ram_gb: 1048576 GB, more than the 1024 GB this service allows a task") {
+		t.Errorf("a task asking 1 PiB of RAM: %d %v, want 400 naming the limit", code, body)
+	}
+	if n := len(a.anchors(t)); n != 0 {
+		t.Errorf("a refused create wrote %d anchors", n)
+	}
+	if code, body := a.do(http.MethodPost, "/tasks", helloTask); code != http.StatusOK {
+		t.Errorf("a task within the limits: %d %v", code, body)
+	}
+}
