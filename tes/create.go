@@ -60,6 +60,9 @@ func (s *Server) create(c echo.Context) error {
 	if d := callerOf(c).Denied; d != "" {
 		return httperr.Write(c, http.StatusForbidden, errors.New(d))
 	}
+	if err := checkJSON(c.Request()); err != nil {
+		return s.fail(c, err)
+	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
 	if err != nil {
 		return s.fail(c, invalid.Errorf("reading the body: %v", err))

@@ -81,7 +81,7 @@ func (s *Server) Echo() *echo.Echo {
 	if s.Telemetry != nil {
 		e.Use(s.Telemetry.Middleware)
 	}
-	g := e.Group(BasePath, s.authenticate)
+	g := e.Group(BasePath, s.refuseCrossSite, s.authenticate)
 	g.GET("/service-info", s.serviceInfo)
 	g.POST("/tasks", s.create)
 	g.GET("/tasks", s.list)
