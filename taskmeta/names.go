@@ -3,7 +3,8 @@
 // labels and annotations of a task's objects; the anchor (built, recognised,
 // cancelled, its record format); the progress record on it; a job's status
 // and marks as its conditions and annotations give them; and why a pending
-// pod is stuck. It depends on nothing of the project.
+// pod is stuck. Of the project it imports only taskspec, for the key of
+// the task JSON on the anchor.
 package taskmeta
 
 import (
