@@ -128,7 +128,7 @@ func (t *ftpTransport) connect(ctx context.Context, tg ftpTarget) (*ftpConn, err
 	t.mu.Unlock()
 
 	fc := &ftpConn{key: key}
-	dial := deadlineDialer(t.opts.FTPTimeout)
+	dial := deadlineDialer(t.opts.FTPTimeout, t.opts.Reach)
 	c, err := ftp.Dial(tg.addr,
 		ftp.DialWithTimeout(t.opts.FTPTimeout),
 		ftp.DialWithDialFunc(func(network, address string) (net.Conn, error) {

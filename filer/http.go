@@ -72,10 +72,13 @@ func copyStream(w io.Writer, r io.Reader) (int64, error) {
 	return io.CopyBuffer(writerOnly{w}, readerOnly{r}, *bp)
 }
 
-// deadlineDialer dials with a connect timeout and wraps the connection in a
-// deadlineConn.
-func deadlineDialer(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// deadlineDialer dials with a connect timeout, to the addresses reach
+// permits (any if nil), and wraps the connection in a deadlineConn.
+func deadlineDialer(timeout time.Duration, reach *Reach) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if reach != nil {
+		d.ControlContext = reach.control
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
@@ -89,10 +92,10 @@ type httpTransport struct {
 	client *http.Client
 }
 
-func newHTTPTransport(timeout time.Duration, n *netrc) *httpTransport {
+func newHTTPTransport(timeout time.Duration, n *netrc, reach *Reach) *httpTransport {
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           deadlineDialer(timeout),
+		DialContext:           deadlineDialer(timeout, reach),
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,

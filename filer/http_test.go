@@ -491,7 +491,7 @@ func TestHTTPUploadWritesLargeChunks(t *testing.T) {
 	}
 	defer f.Close()
 
-	tr := newHTTPTransport(10*time.Second, nil)
+	tr := newHTTPTransport(10*time.Second, nil, nil)
 	defer tr.close()
 	var conns []*writeSizes
 	var mu sync.Mutex

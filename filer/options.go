@@ -62,6 +62,10 @@ type Options struct {
 	// ContainerBasePath defaults to HostBasePath.
 	HostBasePath, ContainerBasePath string
 
+	// Reach, when set, is the addresses HTTP(S) and FTP connections may
+	// go to; nil: any.
+	Reach *Reach
+
 	// Logger receives the filer's logs; nil discards them.
 	Logger *slog.Logger
 
@@ -156,12 +160,16 @@ func (o Options) withDefaults() Options {
 //	TESK_USER_CREDENTIALS               a directory with the task's user's own
 //	                                    .netrc and FTP username and password
 //	                                    files, in place of NETRC and TESK_FTP_*
+//	FILER_ALLOWED_CIDRS                 private ranges HTTP(S) and FTP may
+//	                                    reach, comma-separated (default none)
 //
 // The logger is left nil. It fails on a FILER_HTTP_TIMEOUT that is not a
-// positive number of seconds, and on a FILER_PARALLELISM that is not a
-// whole number from 1 to MaxParallelism.
+// positive number of seconds, on a FILER_PARALLELISM that is not a whole
+// number from 1 to MaxParallelism, and on a FILER_ALLOWED_CIDRS entry that
+// is not a CIDR.
 func OptionsFromEnv() (Options, error) {
 	var o Options
+	var err error
 	o.TaskDir = strings.TrimSpace(os.Getenv("TESK_TASK_DIR"))
 	if v := strings.TrimSpace(os.Getenv("FILER_HTTP_TIMEOUT")); v != "" {
 		d, err := parseSeconds(v)
@@ -176,6 +184,10 @@ func OptionsFromEnv() (Options, error) {
 			return o, fmt.Errorf("FILER_PARALLELISM: %v", err)
 		}
 		o.Parallelism = n
+	}
+	// Private addresses only where the operator allows them.
+	if o.Reach, err = NewReach(os.Getenv("FILER_ALLOWED_CIDRS")); err != nil {
+		return o, fmt.Errorf("FILER_ALLOWED_CIDRS: %v", err)
 	}
 	o.FTPUser = os.Getenv("TESK_FTP_USERNAME")
 	o.FTPPassword = os.Getenv("TESK_FTP_PASSWORD")

@@ -58,7 +58,7 @@ func newS3Transport(opts Options, scrub *scrubber) (*s3Transport, error) {
 	hc := awshttp.NewBuildableClient()
 	if opts.S3Timeout > 0 {
 		hc = hc.WithTransportOptions(func(tr *http.Transport) {
-			tr.DialContext = deadlineDialer(opts.S3Timeout)
+			tr.DialContext = deadlineDialer(opts.S3Timeout, nil)
 		})
 	}
 	lo := []func(*config.LoadOptions) error{config.WithLogger(sdkLog), config.WithHTTPClient(hc)}

@@ -66,7 +66,7 @@ func (r *runner) transportFor(raw string) (transport, error) {
 	var t transport
 	switch key {
 	case "http":
-		t = newHTTPTransport(r.opts.HTTPTimeout, r.netrc)
+		t = newHTTPTransport(r.opts.HTTPTimeout, r.netrc, r.opts.Reach)
 	case "ftp":
 		t = newFTPTransport(r.opts, r.netrc, r.log)
 	case "s3":

@@ -209,6 +209,9 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 	if cfg.FilerParallelism > 0 {
 		env = append(env, corev1.EnvVar{Name: "FILER_PARALLELISM", Value: strconv.Itoa(cfg.FilerParallelism)})
 	}
+	if cfg.FilerAllowedCIDRs != "" {
+		env = append(env, corev1.EnvVar{Name: "FILER_ALLOWED_CIDRS", Value: cfg.FilerAllowedCIDRs})
+	}
 	user := ""
 	if cfg.UserSecretPrefix != "" && a.Creator != "" {
 		user = UserSecretName(cfg.UserSecretPrefix, a.Creator)

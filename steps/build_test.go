@@ -315,9 +315,10 @@ func TestBuildFilerJob(t *testing.T) {
 		cfg.FilerHTTPTimeout = "30"
 		cfg.FTPHosts = "ftp.example.org,ftp2.example.org"
 		cfg.HostBasePath, cfg.ContainerBasePath = "/mnt/host", "/transfer"
+		cfg.FilerAllowedCIDRs = "10.20.0.0/16"
 		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg).Spec.Template.Spec.Containers[0])
 		for k, v := range map[string]string{
-			"FILER_HTTP_TIMEOUT": "30", "TESK_FTP_HOSTS": "ftp.example.org,ftp2.example.org",
+			"FILER_HTTP_TIMEOUT": "30", "TESK_FTP_HOSTS": "ftp.example.org,ftp2.example.org", "FILER_ALLOWED_CIDRS": "10.20.0.0/16",
 			"HOST_BASE_PATH": "/mnt/host", "CONTAINER_BASE_PATH": "/transfer",
 			"AWS_CONFIG_FILE": "/aws/config", "AWS_SHARED_CREDENTIALS_FILE": "/aws/credentials",
 		} {
@@ -329,7 +330,7 @@ func TestBuildFilerJob(t *testing.T) {
 
 	t.Run("behaviour §3: unset settings are not passed", func(t *testing.T) {
 		env := envOf(BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, DefaultConfig()).Spec.Template.Spec.Containers[0])
-		for _, k := range []string{"TESK_FTP_USERNAME", "TESK_FTP_PASSWORD", "TESK_FTP_HOSTS", "HOST_BASE_PATH", "CONTAINER_BASE_PATH", "NETRC", "DEBUG"} {
+		for _, k := range []string{"TESK_FTP_USERNAME", "TESK_FTP_PASSWORD", "TESK_FTP_HOSTS", "HOST_BASE_PATH", "CONTAINER_BASE_PATH", "NETRC", "DEBUG", "FILER_ALLOWED_CIDRS"} {
 			if _, ok := env[k]; ok {
 				t.Errorf("%s passed: %+v", k, env[k])
 			}

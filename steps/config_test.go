@@ -251,6 +251,25 @@ func TestLoadEnv(t *testing.T) {
 			},
 		},
 		{
+			name: "FILER_ALLOWED_CIDRS: CIDRs, spaces allowed",
+			env:  map[string]string{"FILER_ALLOWED_CIDRS": "10.20.0.0/16, fd00::/8"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerAllowedCIDRs != "10.20.0.0/16, fd00::/8" {
+					t.Errorf("FilerAllowedCIDRs %q", c.FilerAllowedCIDRs)
+				}
+			},
+		},
+		{
+			name:   "FILER_ALLOWED_CIDRS with an address that is not a CIDR: an error, none allowed",
+			env:    map[string]string{"FILER_ALLOWED_CIDRS": "10.20.0.0/16,minio.local"},
+			issues: []string{"error FILER_ALLOWED_CIDRS"},
+			check: func(t *testing.T, c Config) {
+				if c.FilerAllowedCIDRs != "" {
+					t.Errorf("FilerAllowedCIDRs %q", c.FilerAllowedCIDRs)
+				}
+			},
+		},
+		{
 			name: "FILER_HTTP_TIMEOUT takes fractions of seconds",
 			env:  map[string]string{"FILER_HTTP_TIMEOUT": "2.5"},
 			check: func(t *testing.T, c Config) {

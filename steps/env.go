@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"path"
 	"strconv"
 	"strings"
@@ -73,6 +74,13 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			bad("error", "FILER_PARALLELISM", "%q is not a whole number from 1 to %d; the filer moves %d files at once", v, maxFilerParallelism, defaultFilerParallelism)
 		} else {
 			cfg.FilerParallelism = n
+		}
+	}
+	if v := get("FILER_ALLOWED_CIDRS"); v != "" {
+		if err := checkCIDRs(v); err != nil {
+			bad("error", "FILER_ALLOWED_CIDRS", "%v; the filer reaches no private address", err)
+		} else {
+			cfg.FilerAllowedCIDRs = v
 		}
 	}
 	if v := get("TES_LOG_TAIL_BYTES"); v != "" {
@@ -288,4 +296,18 @@ func strictObject(v string, into any) error {
 func isZero(v any) bool {
 	b, _ := json.Marshal(v)
 	return bytes.Equal(b, []byte("{}"))
+}
+
+// checkCIDRs checks a comma-separated list of CIDRs, as the filer reads
+// FILER_ALLOWED_CIDRS.
+func checkCIDRs(list string) error {
+	for _, c := range strings.Split(list, ",") {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return fmt.Errorf("%q is not a CIDR (e.g. 10.20.0.0/16)", c)
+		}
+	}
+	return nil
 }

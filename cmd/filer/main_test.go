@@ -18,6 +18,13 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
+// TestMain lets the filer reach the tests' servers, which listen on
+// loopback, a private address.
+func TestMain(m *testing.M) {
+	os.Setenv("FILER_ALLOWED_CIDRS", "127.0.0.0/8, ::1/128")
+	os.Exit(m.Run())
+}
+
 func taskJSON(t *testing.T, inputs []taskspec.Input, outputs []taskspec.Output) []byte {
 	t.Helper()
 	task := map[string]any{
@@ -197,6 +204,20 @@ func TestFailures(t *testing.T) {
 	t.Setenv("FILER_HTTP_TIMEOUT", "soon")
 	if code, _, stderr := runCLI(t, "", "inputs", "{}"); code != 1 || !strings.Contains(stderr, "FILER_HTTP_TIMEOUT") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	t.Setenv("FILER_HTTP_TIMEOUT", "")
+	t.Setenv("FILER_ALLOWED_CIDRS", "10.0.0.0/8, loopback")
+	if code, _, stderr := runCLI(t, "", "inputs", "{}"); code != 1 || !strings.Contains(stderr, `FILER_ALLOWED_CIDRS: "loopback" is not a CIDR`) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	// By default, a private address is refused, and nothing is fetched.
+	t.Setenv("FILER_ALLOWED_CIDRS", "")
+	got := 0
+	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got++ }))
+	defer private.Close()
+	task := string(taskJSON(t, []taskspec.Input{{URL: private.URL + "/x", Path: "/data/x"}}, nil))
+	if code, _, stderr := runCLI(t, "", "inputs", "--task-dir", t.TempDir(), task); code != 1 || !strings.Contains(stderr, "a private address, which the filer may not reach") || got != 0 {
+		t.Errorf("a loopback input by default: exit %d, stderr %q, %d requests served", code, stderr, got)
 	}
 }
 

@@ -165,6 +165,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	cfg.PodTimeout = 3 * time.Second
 	cfg.TrustEvents = true // the tests submit the task JSON in the events
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
+	if n := c.RealNode(); n != nil {
+		// The tests' HTTP and FTP servers listen on this machine's
+		// address on the pods' bridge, a private one.
+		cfg.FilerAllowedCIDRs = n.HostIP + "/32"
+	}
 	if o.config != nil {
 		o.config(&cfg)
 	}

@@ -521,6 +521,33 @@ func TestRealNodeUnreachableInput(t *testing.T) {
 	}
 }
 
+// The filer reaches no private address the operator has not allowed: an
+// allowed server (FILER_ALLOWED_CIDRS holds this machine's bridge address)
+// that redirects to the cloud's metadata service gets the task nowhere. It
+// ends SYSTEM_ERROR with the filer's refusal in its log, and no executor
+// runs.
+func TestRealNodeFilerRefusesPrivateAddresses(t *testing.T) {
+	one := int32(1)
+	e := newRealEnv(t, 60*time.Second, func(c *steps.Config) { c.FilerBackoffLimit = &one })
+	node := e.c.RealNode()
+	url := serveOn(t, node.HostIP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/iam/security-credentials/", http.StatusFound)
+	})) + "/in.txt"
+	task := "task-realprivate"
+	spec := taskJSON(realExecutor(task, 0, "busybox", "echo never"))
+	spec["inputs"] = []any{map[string]any{"name": "in", "url": url, "path": "/data/in/in.txt", "type": "FILE"}}
+	delete(spec, "outputs")
+	e.submit(task, spec)
+	e.waitState(task, tesv1.StateSystemError, 3*time.Minute)
+	log := e.jobLog(task + "-inputs-filer")
+	if !strings.Contains(log, "169.254.169.254") || !strings.Contains(log, "a private address, which the filer may not reach") {
+		t.Errorf("the inputs filer's log does not say it refused the metadata service:\n%s", log)
+	}
+	if _, err := e.job(task + "-ex-00"); !apierrors.IsNotFound(err) {
+		t.Errorf("the executor was created: %v", err)
+	}
+}
+
 // An executor runs hardened by default (behaviour §3.13): as the user its
 // image asks for (root, for busybox), without capabilities, without
 // privilege escalation, under the runtime's seccomp profile and without a

@@ -50,6 +50,8 @@ func TestTemplateValues(t *testing.T) {
 			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`}},
 		{"who creates", map[string]any{"auth": map[string]any{"mode": "oidc,basic", "sharedOwners": true, "oidc": map[string]any{"issuer": "https://i.example/", "allowedGroups": "lab-a,lab-b", "allowedSubjects": "bob"}, "basic": map[string]any{"usersSecret": "tes-users"}}},
 			[]string{`OIDC_ALLOWED_GROUPS: "lab-a,lab-b"`, `OIDC_ALLOWED_SUBJECTS: "bob"`, `TES_AUTH_SHARED_OWNERS: "true"`}},
+		{"private ranges", map[string]any{"auth": none, "tasks": map[string]any{"allowedPrivateCIDRs": []any{"10.20.30.40/32", "fd00::/8"}}},
+			[]string{`FILER_ALLOWED_CIDRS: "10.20.30.40/32,fd00::/8"`, "- ::1/128\n        - ipBlock:\n            cidr: 10.20.30.40/32\n        - ipBlock:\n            cidr: fd00::/8\n"}},
 		{"task limits", map[string]any{"auth": none, "tasks": map[string]any{"limits": map[string]any{"executors": 3, "inputs": 0, "outputs": 7, "cpuCores": 16, "ramGB": 64.5, "diskGB": float64(100000)}}},
 			[]string{`TES_MAX_EXECUTORS: "3"`, `TES_MAX_INPUTS: "0"`, `TES_MAX_OUTPUTS: "7"`, `TES_MAX_CPU_CORES: "16"`, `TES_MAX_RAM_GB: "64.5"`, `TES_MAX_DISK_GB: "100000"`}},
 		{"quota and limit range", map[string]any{"auth": none, "namespaces": map[string]any{"platform": "p1", "tasks": "t1"}, "tasks": map[string]any{
