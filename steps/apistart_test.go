@@ -11,7 +11,7 @@ import (
 
 func TestAwaitsAPIStart(t *testing.T) {
 	created := metav1.NewTime(t0.Add(-time.Hour))
-	api := map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI}
+	api := map[string]string{taskmeta.AnnotationSubmittedBy: taskmeta.SubmittedByTESAPI}
 	cases := []struct {
 		name        string
 		annotations map[string]string
@@ -21,8 +21,8 @@ func TestAwaitsAPIStart(t *testing.T) {
 		{"written by the TES API, never started, past the grace", api, created, true},
 		{"within the grace its event may still come", api, metav1.NewTime(t0.Add(-APIStartGrace / 2)), false},
 		{"not written by the TES API: its own submission decides", map[string]string{}, created, false},
-		{"started", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationProgress: `{"parts":["ex-00"]}`}, created, false},
-		{"ended", map[string]string{AnnotationSubmittedBy: SubmittedByTESAPI, taskmeta.AnnotationState: tesv1.StateSystemError}, created, false},
+		{"started", map[string]string{taskmeta.AnnotationSubmittedBy: taskmeta.SubmittedByTESAPI, taskmeta.AnnotationProgress: `{"parts":["ex-00"]}`}, created, false},
+		{"ended", map[string]string{taskmeta.AnnotationSubmittedBy: taskmeta.SubmittedByTESAPI, taskmeta.AnnotationState: tesv1.StateSystemError}, created, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

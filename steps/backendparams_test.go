@@ -189,7 +189,7 @@ func TestBackendParametersOnTheCluster(t *testing.T) {
 
 	prog := progressOf(Parts(task), "ev-1", ago(time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler)
 	done := owned(jobOf(taskmeta.PartInputsFiler, cond(batchv1.JobSuccessCriteriaMet, t0)))
-	api = newFakeAPI(t, anchorObject(task, anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
+	api = newFakeAPI(t, anchorObject(task, anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
 	if _, err := testRunner(api, cfg).Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: done.Name, Seen: done}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestBackendParametersNoLongerAllowed(t *testing.T) {
 	t.Run("at its next job", func(t *testing.T) {
 		prog := progressOf(Parts(task), "ev-1", ago(time.Hour), "ex-00")
 		done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0)))
-		api := newFakeAPI(t, anchorObject(task, anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
+		api := newFakeAPI(t, anchorObject(task, anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
 		r := testRunner(api, cfg)
 		res, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: done.Name, Seen: done})
 		if err != nil {

@@ -2,18 +2,15 @@ package steps
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
-	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
-// The settings a step depends on besides the cluster (Config), their
-// defaults, and a task's TTL as its anchor records it.
+// The settings a step depends on besides the cluster (Config), and their
+// defaults.
 
 // Defaults of the options.
 const (
@@ -200,26 +197,4 @@ func DefaultFilerSecurityContext() *corev1.SecurityContext {
 		ReadOnlyRootFilesystem:   &yes,
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
-}
-
-// noTTL is the value of taskmeta.AnnotationTTL for a task without a TTL.
-const noTTL = "none"
-
-// TTLValue is the value of taskmeta.AnnotationTTL for a TTL (nil: none).
-func TTLValue(ttl *time.Duration) string {
-	if ttl == nil {
-		return noTTL
-	}
-	return strconv.FormatInt(int64(ttl.Seconds()), 10)
-}
-
-// TaskTTLOf is the TTL recorded on a task's anchor; none if it has none, or
-// if it recorded none (a task that started before TTLs were recorded keeps
-// its objects, as a later setting must not shorten its life).
-func TaskTTLOf(anchor metav1.ObjectMeta) (time.Duration, bool) {
-	n, err := strconv.ParseInt(anchor.Annotations[taskmeta.AnnotationTTL], 10, 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return time.Duration(n) * time.Second, true
 }

@@ -97,7 +97,7 @@ type Plan struct {
 	// NeedsPods is set when the decision would look at pods it was not given.
 	NeedsPods bool
 	// TTL, when set, is the task's TTL to record on the anchor with the
-	// plan's first write (TTLValue).
+	// plan's first write (taskmeta.TTLValue).
 	TTL string
 }
 
@@ -125,7 +125,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	}
 	if _, ok := obs.Anchor.Annotations[taskmeta.AnnotationTTL]; !ok && (plan.Progress != nil || plan.Final != nil) {
 		// The first write on a task fixes its TTL (behaviour §4.2).
-		plan.TTL = TTLValue(cfg.TaskTTL)
+		plan.TTL = taskmeta.TTLValue(cfg.TaskTTL)
 	}
 	return plan
 }
@@ -171,7 +171,7 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 // (behaviour §4.2).
 func endedTask(plan Plan, anchor metav1.ObjectMeta, state string, now time.Time) Plan {
 	plan.State = state
-	ttl, ok := TaskTTLOf(anchor)
+	ttl, ok := taskmeta.TaskTTLOf(anchor)
 	if !ok {
 		return plan
 	}

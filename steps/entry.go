@@ -41,7 +41,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			final := &Final{State: tesv1.StateSystemError, Reason: bad.Error()}
 			cm.Annotations = finalAnnotations(final, r.now())
 			cm.Labels[taskmeta.LabelState] = final.State
-			cm.Annotations[taskmeta.AnnotationTTL] = TTLValue(r.Config.TaskTTL)
+			cm.Annotations[taskmeta.AnnotationTTL] = taskmeta.TTLValue(r.Config.TaskTTL)
 		}
 		err := r.call(ctx, func(ctx context.Context) error {
 			_, err := r.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})

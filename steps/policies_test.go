@@ -45,7 +45,7 @@ func TestEndedTaskPolicy(t *testing.T) {
 		},
 		{
 			name:  "behaviour §4.2: a task that started without a TTL keeps it after TASK_TTL_SECONDS is set",
-			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, noTTL)},
+			obs:   Observed{Event: "ev", Anchor: endedAt(&full, tesv1.StateComplete, ago(1000*time.Hour), taskmeta.AnnotationTTL, taskmeta.NoTTL)},
 			cfg:   func(c *Config) { c.TaskTTL = ptr(time.Second) },
 			state: tesv1.StateComplete,
 		},
@@ -76,7 +76,7 @@ func TestTTLIsRecordedByTheFirstWrite(t *testing.T) {
 		want string
 	}{
 		{"at submission, with TASK_TTL_SECONDS", Observed{Event: "ev", Anchor: anchorWith(nil), Spec: spec}, hour, "3600"},
-		{"at submission, without TASK_TTL_SECONDS", Observed{Event: "ev", Anchor: anchorWith(nil), Spec: spec}, nil, noTTL},
+		{"at submission, without TASK_TTL_SECONDS", Observed{Event: "ev", Anchor: anchorWith(nil), Spec: spec}, nil, taskmeta.NoTTL},
 		{"a task cancelled before it was submitted", Observed{Event: "ev", Anchor: cancelled(anchorWith(nil))}, hour, "3600"},
 		{"a task that can never run", Observed{Event: "ev", Anchor: anchorWith(nil), Unreadable: "invalid task: x"}, hour, "3600"},
 		{"a later step leaves the recorded TTL", Observed{Event: "ev", Anchor: anchorWith(ptr(progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")), taskmeta.AnnotationTTL, "60"),

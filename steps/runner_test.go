@@ -51,7 +51,7 @@ func TestClassify(t *testing.T) {
 func stuckTask() []runtime.Object {
 	prog := progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")
 	pod := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ImagePullBackOff", false)
-	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), owned(running("ex-00")), pod}
+	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(running("ex-00")), pod}
 }
 
 func TestFailingAJob(t *testing.T) {
@@ -129,7 +129,7 @@ func TestFailingAJob(t *testing.T) {
 func cancelledTask() []runtime.Object {
 	prog := progressOf([]string{taskmeta.PartPVC, "ex-00"}, "ev-0", ago(time.Hour), taskmeta.PartPVC, "ex-00")
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: taskmeta.PVCName(testTask), Namespace: testNS}}
-	return []runtime.Object{anchorObject(taskWith(1), cancelled(anchorWith(&prog, taskmeta.AnnotationTTL, noTTL))), owned(running("ex-00")), pvc}
+	return []runtime.Object{anchorObject(taskWith(1), cancelled(anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL))), owned(running("ex-00")), pvc}
 }
 
 func TestCancelWhenDeletingIsRejected(t *testing.T) {
@@ -211,7 +211,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 // for two hours, and never ran.
 func unschedulableTask() []runtime.Object {
 	prog := progressOf([]string{"ex-00"}, "ev-0", ago(2*time.Hour), "ex-00")
-	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), owned(running("ex-00")), unschedulablePod("ex-00", ago(2*time.Hour))}
+	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(running("ex-00")), unschedulablePod("ex-00", ago(2*time.Hour))}
 }
 
 func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
@@ -366,7 +366,7 @@ func TestRecordAnsweredWithAnErrorIsFinished(t *testing.T) {
 		t.Run(fmt.Sprintf("redelivered: %v", redelivered), func(t *testing.T) {
 			prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
 			done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0), cond(batchv1.JobComplete, t0)))
-			api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
+			api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
 			ft := api.inject("patch", "configmaps", "", errInternal, 1)
 			ft.applied = true
 			if redelivered {
@@ -557,7 +557,7 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 func TestAnExecutorStepsRequests(t *testing.T) {
 	prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
 	done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0)))
-	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done)
+	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
 	r := testRunner(api, DefaultConfig())
 	ctx := testCtx(t)
 	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
@@ -580,7 +580,7 @@ func TestAnExecutorStepsRequests(t *testing.T) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Without the job in the event (Reference mode), it is read.
-	api2 := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), done.DeepCopy())
+	api2 := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done.DeepCopy())
 	if _, err := testRunner(api2, DefaultConfig()).Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name}); err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +599,7 @@ func TestEndedExecutorIsRecorded(t *testing.T) {
 	pod := terminatedPod("ex-00", ago(30*time.Minute), ago(29*time.Minute), ago(21*time.Minute), 3)
 	pod.Namespace = testNS
 	pod.Spec.Containers = []corev1.Container{{Name: "executor"}}
-	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, noTTL)), ended, pod)
+	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), ended, pod)
 	r := testRunner(api, DefaultConfig())
 	ctx := testCtx(t)
 	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: ended.Name, Seen: ended}); err != nil {

@@ -50,7 +50,7 @@ func TestSweepPageCounts(t *testing.T) {
 		return &p
 	}
 	submittedBy := func(m metav1.ObjectMeta) metav1.ObjectMeta {
-		m.Annotations[AnnotationSubmittedBy] = SubmittedByTESAPI
+		m.Annotations[taskmeta.AnnotationSubmittedBy] = taskmeta.SubmittedByTESAPI
 		return m
 	}
 	waitingForSubmission := swept{anchor: anchorWith(nil)}

@@ -1,10 +1,10 @@
 // Package taskmeta is the task's model as the cluster holds it, shared by the
 // event decoder, the handler's steps, the sweep and the TES API: the names,
-// labels and annotations of a task's objects; the anchor (built, recognised,
-// cancelled, its record format); the progress record on it; a job's status
-// and marks as its conditions and annotations give them; and why a pending
-// pod is stuck. Of the project it imports only taskspec, for the key of
-// the task JSON on the anchor.
+// labels, annotations and data keys of a task's objects; the anchor (built,
+// recognised, cancelled, its record format); the progress record and the TTL
+// on it; a job's status and marks as its conditions and annotations give
+// them; and why a pending pod is stuck. Of the project it imports only
+// taskspec, for the key of the task JSON on the anchor, and internal/invalid.
 package taskmeta
 
 import (
@@ -52,8 +52,9 @@ const (
 	// AnnotationSystemLog (anchor) is a line the task's system_logs show
 	// from its start (e.g. the backend parameters the TES API ignored).
 	AnnotationSystemLog = AnnotationPrefix + "system-log"
-	// AnnotationTTL (anchor) is the task's TTL in seconds ("none" for no
-	// TTL), fixed by the first write on the task (TASK_TTL_SECONDS then).
+	// AnnotationTTL (anchor) is the task's TTL in seconds (NoTTL for no
+	// TTL), fixed by the first write on the task (TASK_TTL_SECONDS then):
+	// TTLValue writes it, TaskTTLOf reads it.
 	AnnotationTTL = AnnotationPrefix + "ttl-seconds"
 	// AnnotationExecutorLog (executor job) is the executor's TES log as the
 	// step that saw the job end recorded it: exit code, times, and the ends
@@ -66,7 +67,23 @@ const (
 	// AnnotationCreator (anchor) is the subject that created the task
 	// through the TES API (LabelCreator is its label-safe form).
 	AnnotationCreator = AnnotationPrefix + "creator"
+	// AnnotationSubmittedBy (anchor) is SubmittedByTESAPI on a task the
+	// TES API created: the sweep starts it if its task.submitted event is
+	// lost.
+	AnnotationSubmittedBy = AnnotationPrefix + "submitted-by"
+	// AnnotationTags (anchor) holds the task's TES tags as JSON, for the
+	// TES API's list to filter by.
+	AnnotationTags = AnnotationPrefix + "tags"
 )
+
+// SubmittedByTESAPI is the value of AnnotationSubmittedBy on the anchors the
+// TES API writes.
+const SubmittedByTESAPI = "tes-api"
+
+// TESTaskKey (anchor, BinaryData) holds the TES task as submitted to the TES
+// API (gzipped JSON), for its BASIC and FULL views; the task JSON is under
+// taskspec.ConfigMapKey.
+const TESTaskKey = "TES_TASK.gz"
 
 // The service's own labels on an anchor, for the TES API's list to select
 // by on the API server.

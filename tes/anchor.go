@@ -14,19 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
-)
-
-// What the TES API keeps on a task's anchor besides the taskmaster's JSON.
-const (
-	// TaskKey holds the submitted tesTask (gzipped JSON), for the BASIC and
-	// FULL views.
-	TaskKey = "TES_TASK.gz"
-	// AnnotationTags holds the task's tags as JSON, for the list's filters.
-	AnnotationTags = "tesk.ga4gh.org/tags"
 )
 
 // BuildAnchor is the ConfigMap that anchors a task created through the TES
@@ -40,8 +30,8 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 		return nil, err
 	}
 	cm := taskmeta.NewAnchor(ns, id, taskspec.Gzip(taskJSON))
-	cm.Annotations[steps.AnnotationSubmittedBy] = steps.SubmittedByTESAPI
-	cm.BinaryData[TaskKey] = taskspec.Gzip(raw)
+	cm.Annotations[taskmeta.AnnotationSubmittedBy] = taskmeta.SubmittedByTESAPI
+	cm.BinaryData[taskmeta.TESTaskKey] = taskspec.Gzip(raw)
 	if _, ordered := taskmeta.IDTime(id); ordered {
 		cm.Labels[taskmeta.LabelOrderedID] = "true"
 	}
@@ -54,9 +44,9 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 	}
 	if len(t.Tags) > 0 {
 		b, _ := json.Marshal(t.Tags)
-		cm.Annotations[AnnotationTags] = string(b)
+		cm.Annotations[taskmeta.AnnotationTags] = string(b)
 	}
-	if n := len(cm.BinaryData[taskspec.ConfigMapKey]) + len(cm.BinaryData[TaskKey]); n > taskspec.MaxSize-64<<10 {
+	if n := len(cm.BinaryData[taskspec.ConfigMapKey]) + len(cm.BinaryData[taskmeta.TESTaskKey]); n > taskspec.MaxSize-64<<10 {
 		return nil, bad("the task is too large: %d bytes compressed, a task's ConfigMap holds at most about %d", n, taskspec.MaxSize-64<<10)
 	}
 	return cm, nil
@@ -65,7 +55,7 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 // StoredTask reads the submitted task from its anchor; false if the anchor
 // was not written by the TES API (or its copy is unreadable).
 func StoredTask(cm *corev1.ConfigMap) (*tesv1.Task, bool) {
-	data, ok := cm.BinaryData[TaskKey]
+	data, ok := cm.BinaryData[taskmeta.TESTaskKey]
 	if !ok {
 		return nil, false
 	}
@@ -125,7 +115,7 @@ func taskFromSpec(cm *corev1.ConfigMap) *tesv1.Task {
 // Tags reads the tags of an anchor.
 func Tags(meta metav1.ObjectMeta) map[string]string {
 	var tags map[string]string
-	if s := meta.Annotations[AnnotationTags]; s != "" {
+	if s := meta.Annotations[taskmeta.AnnotationTags]; s != "" {
 		_ = json.Unmarshal([]byte(s), &tags)
 	}
 	return tags

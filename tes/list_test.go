@@ -170,13 +170,13 @@ func TestListFilters(t *testing.T) {
 	id := func(i int) string { return taskmeta.NewID(t0.Add(time.Duration(i) * time.Second)) }
 	ids := []string{id(1), id(2), id(3), id(4)}
 	p := &pagedAnchors{items: []metav1.ObjectMeta{
-		anchorMeta(ids[0], map[string]string{taskmeta.AnnotationTaskName: "align-1", AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
-		anchorMeta(ids[1], map[string]string{taskmeta.AnnotationTaskName: "align-2", AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: tesv1.StateComplete}),
-		anchorMeta(ids[2], map[string]string{taskmeta.AnnotationTaskName: "call-1", AnnotationTags: `{"foo":""}`}),
+		anchorMeta(ids[0], map[string]string{taskmeta.AnnotationTaskName: "align-1", taskmeta.AnnotationTags: `{"foo":"bar","baz":"bat"}`}),
+		anchorMeta(ids[1], map[string]string{taskmeta.AnnotationTaskName: "align-2", taskmeta.AnnotationTags: `{"foo":"bat"}`, taskmeta.AnnotationState: tesv1.StateComplete}),
+		anchorMeta(ids[2], map[string]string{taskmeta.AnnotationTaskName: "call-1", taskmeta.AnnotationTags: `{"foo":""}`}),
 		anchorMeta(ids[3], map[string]string{taskmeta.AnnotationTaskName: "call-2"}),
 		// TESK's ids: one ended before its state was labelled.
 		anchorMeta("task-0000000a", map[string]string{taskmeta.AnnotationTaskName: "align-3", taskmeta.AnnotationState: tesv1.StateComplete}),
-		anchorMeta("task-0000000b", map[string]string{taskmeta.AnnotationTaskName: "call-3", AnnotationTags: `{"foo":"bar"}`}),
+		anchorMeta("task-0000000b", map[string]string{taskmeta.AnnotationTaskName: "call-3", taskmeta.AnnotationTags: `{"foo":"bar"}`}),
 		{Name: "other", Labels: map[string]string{"app": "x"}},
 		// A ConfigMap of a task that is not its anchor.
 		{Name: ids[0] + "-outputs", Labels: map[string]string{taskmeta.LabelTask: ids[0]}},

@@ -127,8 +127,8 @@ func TestCreateWritesTheAnchorAndPostsTheSubmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels[taskmeta.LabelTask] != id || cm.Labels[taskmeta.LabelOrderedID] != "true" || cm.Annotations[steps.AnnotationSubmittedBy] != steps.SubmittedByTESAPI ||
-		cm.Annotations[taskmeta.AnnotationTaskName] != "hello" || cm.Annotations[AnnotationTags] != `{"project":"p1"}` {
+	if cm.Labels[taskmeta.LabelTask] != id || cm.Labels[taskmeta.LabelOrderedID] != "true" || cm.Annotations[taskmeta.AnnotationSubmittedBy] != taskmeta.SubmittedByTESAPI ||
+		cm.Annotations[taskmeta.AnnotationTaskName] != "hello" || cm.Annotations[taskmeta.AnnotationTags] != `{"project":"p1"}` {
 		t.Errorf("anchor metadata %v %v", cm.Labels, cm.Annotations)
 	}
 	spec, err := taskspec.DecodeGzip(cm.BinaryData[taskspec.ConfigMapKey])
