@@ -1,7 +1,8 @@
 // Package events decodes the CloudEvents the service receives, validates
 // their data, and classifies each into the step it asks for: the four step
 // types, Job, Pod and ConfigMap changes from a Knative ApiServerSource, and
-// the PingSource's sweep.
+// the PingSource's sweep. It builds the step events the TES API sends
+// (NewTaskSubmitted, NewTaskCancelled).
 package events
 
 import (
@@ -113,6 +114,29 @@ type SubmittedData struct {
 type CancelledData struct {
 	Task      string `json:"task"`
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// NewTaskSubmitted is the task.submitted event of a task whose anchor is on
+// the cluster (no input): its type, its subject (the task) and its data. The
+// sender sets its id and source.
+func NewTaskSubmitted(task, namespace string) cloudevents.Event {
+	return newStepEvent(TypeTaskSubmitted, task, SubmittedData{Task: task, Namespace: namespace})
+}
+
+// NewTaskCancelled is the task.cancelled event of a task: its type, its
+// subject (the task) and its data. The sender sets its id and source.
+func NewTaskCancelled(task, namespace string) cloudevents.Event {
+	return newStepEvent(TypeTaskCancelled, task, CancelledData{Task: task, Namespace: namespace})
+}
+
+// newStepEvent is a step's event of type typ about a task, with its data
+// as JSON.
+func newStepEvent(typ, task string, data any) cloudevents.Event {
+	ev := cloudevents.NewEvent()
+	ev.SetType(typ)
+	ev.SetSubject(task)
+	_ = ev.SetData(cloudevents.ApplicationJSON, data)
+	return ev
 }
 
 // JobFinishedData is the data of job.finished.

@@ -544,3 +544,33 @@ func TestEndedJobIsSeen(t *testing.T) {
 		}
 	}
 }
+
+// The step events the TES API sends carry the data keys task and namespace,
+// and classify as the steps they ask for.
+func TestNewStepEvents(t *testing.T) {
+	for _, c := range []struct {
+		ev   cloudevents.Event
+		typ  string
+		want Step
+	}{
+		{NewTaskSubmitted("task-1", ns), TypeTaskSubmitted, Step{Kind: KindSubmit, Task: "task-1", Namespace: ns}},
+		{NewTaskCancelled("task-1", ns), TypeTaskCancelled, Step{Kind: KindCancel, Task: "task-1", Namespace: ns}},
+	} {
+		c.ev.SetID("ev-1")
+		c.ev.SetSource("/test")
+		if err := c.ev.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.typ, err)
+		}
+		var data map[string]string
+		if err := json.Unmarshal(c.ev.Data(), &data); err != nil || !reflect.DeepEqual(data, map[string]string{"task": "task-1", "namespace": ns}) {
+			t.Errorf("%s: data %s (%v)", c.typ, c.ev.Data(), err)
+		}
+		if c.ev.Type() != c.typ || c.ev.Subject() != "task-1" || c.ev.DataContentType() != cloudevents.ApplicationJSON {
+			t.Errorf("%s: type %q, subject %q, content type %q", c.typ, c.ev.Type(), c.ev.Subject(), c.ev.DataContentType())
+		}
+		got, err := Classify(&c.ev, ns)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, %v; want %+v", c.typ, got, err, c.want)
+		}
+	}
+}

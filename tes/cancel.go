@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -40,6 +41,6 @@ func (s *Server) cancel(c echo.Context) error {
 		}
 		s.Log.Infow("Task cancelled", "task", id, "by", callerOf(c).Subject)
 	}
-	s.post(ctx, "task.cancelled", "cancel-"+id, id)
+	s.post(ctx, "cancel-"+id, events.NewTaskCancelled(id, s.Config.Namespace))
 	return c.JSON(http.StatusOK, struct{}{})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
@@ -124,29 +125,25 @@ func (s *Server) create(c echo.Context) error {
 	}
 	s.Telemetry.TaskCreated(ctx)
 	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
-	s.post(ctx, "task.submitted", "submit-"+id, id)
+	s.post(ctx, "submit-"+id, events.NewTaskSubmitted(id, s.Config.Namespace))
 	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
 }
 
-// post sends a step's CloudEvent to the sink, retrying with bounded backoff.
-// A failure loses nothing: the task's anchor is on the cluster, and the
-// sweep starts a task whose submission did not arrive (and cancels one
-// labelled cancelled).
-func (s *Server) post(ctx context.Context, typ, eventID, task string) {
+// post sends a step's CloudEvent (from package events) to the sink with the
+// id eventID, retrying with bounded backoff. A failure loses nothing: the
+// task's anchor is on the cluster, and the sweep starts a task whose
+// submission did not arrive (and cancels one labelled cancelled).
+func (s *Server) post(ctx context.Context, eventID string, ev cloudevents.Event) {
 	if s.Events == nil || s.Config.Sink == "" {
 		return
 	}
-	ev := cloudevents.NewEvent()
 	ev.SetID(eventID)
-	ev.SetType(typ)
 	ev.SetSource("tesk-knative/tes-api")
-	ev.SetSubject(task)
-	_ = ev.SetData(cloudevents.ApplicationJSON, map[string]string{"task": task, "namespace": s.Config.Namespace})
 	ctx = cloudevents.ContextWithTarget(context.WithoutCancel(ctx), s.Config.Sink)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ctx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, 100*time.Millisecond, 3)
 	if res := s.Events.Send(ctx, ev); cloudevents.IsUndelivered(res) || !cloudevents.IsACK(res) {
-		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", typ, "task", task, "error", res)
+		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", ev.Type(), "task", ev.Subject(), "error", res)
 	}
 }
