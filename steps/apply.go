@@ -198,7 +198,7 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		return st.checkOurs(ctx, act)
 	}
 	if err == nil {
-		st.r.event(st.anchor, false, EventJobCreate, "Created job %s", job.Name)
+		st.r.event(st.anchor, false, EventJobCreate, "%s", taskmeta.JobCreatedNote(job.Name))
 		if st.r.Config.Debug {
 			st.r.log(ctx).Debugw("Created job", "task", st.a.Name, "job", job.Name, "manifest", jobManifest(job))
 		} else {
@@ -278,7 +278,7 @@ func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
 	switch kubeapi.Classify(err) {
 	case kubeapi.Done:
 		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
-		st.r.event(st.anchor, true, EventJobFailed, "Failed job %s: %s", name, act.Reason)
+		st.r.event(st.anchor, true, EventJobFailed, "%s", taskmeta.JobFailedNote(name, act.Reason))
 		return finished, nil
 	case kubeapi.Missing:
 		return again, nil
@@ -318,7 +318,7 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 	switch kubeapi.Classify(err) {
 	case kubeapi.Done, kubeapi.Missing:
 		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
-		st.r.event(st.anchor, true, EventJobDelete, "Deleted job %s: %s", name, why)
+		st.r.event(st.anchor, true, EventJobDelete, "%s", taskmeta.JobDeletedNote(name, why))
 		return finished, nil
 	case kubeapi.Retry:
 		return finished, err

@@ -2,9 +2,10 @@
 // event decoder, the handler's steps, the sweep and the TES API: the names,
 // labels, annotations and data keys of a task's objects; the anchor (built,
 // recognised, cancelled, its record format); the progress record and the TTL
-// on it; a job's status and marks as its conditions and annotations give
-// them; and why a pending pod is stuck. Of the project it imports only
-// taskspec, for the key of the task JSON on the anchor, and internal/invalid.
+// on it; the notes of the Kubernetes Events on it that name a job; a job's
+// status and marks as its conditions and annotations give them; and why a
+// pending pod is stuck. Of the project it imports only taskspec, for the key
+// of the task JSON on the anchor, and internal/invalid.
 package taskmeta
 
 import (

@@ -189,3 +189,27 @@ func TestFormat(t *testing.T) {
 		})
 	}
 }
+
+// The notes that name a job read back as the job they name; no other note does.
+func TestJobNotes(t *testing.T) {
+	job := "task-1234abcd-ex-00"
+	for _, c := range []struct {
+		note, want string
+	}{
+		{JobCreatedNote(job), "Created job task-1234abcd-ex-00"},
+		{JobFailedNote(job, "the task was cancelled"), "Failed job task-1234abcd-ex-00: the task was cancelled"},
+		{JobDeletedNote(job, "the task was cancelled"), "Deleted job task-1234abcd-ex-00: the task was cancelled"},
+	} {
+		if c.note != c.want {
+			t.Errorf("note %q, want %q", c.note, c.want)
+		}
+		if got, ok := ParseJobNote(c.note); !ok || got != job {
+			t.Errorf("ParseJobNote(%q) = %q, %v", c.note, got, ok)
+		}
+	}
+	for _, note := range []string{"Task started: pvc, ex-00", "Task cancelled", "Created job ", "created job " + job} {
+		if got, ok := ParseJobNote(note); ok {
+			t.Errorf("ParseJobNote(%q) = %q, want none", note, got)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package tes
 
 import (
-	"regexp"
 	"sort"
 	"time"
 
@@ -50,9 +49,6 @@ type TaskStep struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// The notes of the handler's Events that name a job (steps/apply.go).
-var jobEventRE = regexp.MustCompile(`^(?:Created|Failed|Deleted) job (\S+?)(?::|$)`)
-
 // stepTimes are a step's times while they are derived.
 type stepTimes struct {
 	created, started, ended time.Time
@@ -91,11 +87,11 @@ func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, e
 		if e.Reason == steps.EventStarted && taskStarted.IsZero() {
 			taskStarted = at
 		}
-		m := jobEventRE.FindStringSubmatch(e.Message)
-		if m == nil {
+		job, ok := taskmeta.ParseJobNote(e.Message)
+		if !ok {
 			continue
 		}
-		_, part, ok := taskmeta.SplitJobName(m[1])
+		_, part, ok := taskmeta.SplitJobName(job)
 		if !ok {
 			continue
 		}
