@@ -66,7 +66,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 			return finished, err
 		}
 		if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
-			r.event(anchor, false, EventStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
+			r.kubeEvent(anchor, false, ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
 		}
 	}
 	for _, act := range plan.Actions {
@@ -94,7 +94,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if plan.Final.Reason != "" {
 			note += ": " + strings.ReplaceAll(plan.Final.Reason, "\n", "; ")
 		}
-		r.event(anchor, plan.Final.State != tesv1.StateComplete && plan.Final.State != tesv1.StateCanceled, EventEnded, "%s", note)
+		r.kubeEvent(anchor, plan.Final.State != tesv1.StateComplete && plan.Final.State != tesv1.StateCanceled, ReasonEnded, "%s", note)
 	}
 	return finished, nil
 }
@@ -198,7 +198,7 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		return st.checkOurs(ctx, act)
 	}
 	if err == nil {
-		st.r.event(st.anchor, false, EventJobCreate, "%s", taskmeta.JobCreatedNote(job.Name))
+		st.r.kubeEvent(st.anchor, false, ReasonJobCreated, "%s", taskmeta.JobCreatedNote(job.Name))
 		if st.r.Config.Debug {
 			st.r.log(ctx).Debugw("Created job", "task", st.a.Name, "job", job.Name, "manifest", jobManifest(job))
 		} else {
@@ -278,7 +278,7 @@ func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
 	switch kubeapi.Classify(err) {
 	case kubeapi.Done:
 		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
-		st.r.event(st.anchor, true, EventJobFailed, "%s", taskmeta.JobFailedNote(name, act.Reason))
+		st.r.kubeEvent(st.anchor, true, ReasonJobFailed, "%s", taskmeta.JobFailedNote(name, act.Reason))
 		return finished, nil
 	case kubeapi.Missing:
 		return again, nil
@@ -318,7 +318,7 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 	switch kubeapi.Classify(err) {
 	case kubeapi.Done, kubeapi.Missing:
 		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
-		st.r.event(st.anchor, true, EventJobDelete, "%s", taskmeta.JobDeletedNote(name, why))
+		st.r.kubeEvent(st.anchor, true, ReasonJobDeleted, "%s", taskmeta.JobDeletedNote(name, why))
 		return finished, nil
 	case kubeapi.Retry:
 		return finished, err

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
@@ -38,9 +38,9 @@ type Runner struct {
 	// PageSize is how many objects a LIST of the sweep asks for at a time
 	// (DefaultPageSize if 0).
 	PageSize int
-	// Events records the task's story as Kubernetes Events on its anchor
+	// Recorder records the task's story as Kubernetes Events on its anchor
 	// (nil: none).
-	Events events.EventRecorder
+	Recorder k8sevents.EventRecorder
 	// Sleep waits between attempts of a step (nil: a timer that the
 	// context ends).
 	Sleep func(context.Context, time.Duration) error
@@ -246,24 +246,25 @@ func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
 	}
 }
 
-// Reasons of the Events on a task's anchor.
+// Reasons of the Kubernetes Events on a task's anchor.
 const (
-	EventStarted   = "Started"
-	EventJobCreate = "JobCreated"
-	EventJobFailed = "JobFailed"
-	EventJobDelete = "JobDeleted"
-	EventCancelled = "Cancelled"
-	EventEnded     = "Ended"
+	ReasonStarted    = "Started"
+	ReasonJobCreated = "JobCreated"
+	ReasonJobFailed  = "JobFailed"
+	ReasonJobDeleted = "JobDeleted"
+	ReasonCancelled  = "Cancelled"
+	ReasonEnded      = "Ended"
 )
 
-// maxEventNote is what an Event's note may hold (the API server allows 1 kB).
-const maxEventNote = 1000
+// maxKubeEventNote is what a Kubernetes Event's note may hold (the API
+// server allows 1 kB).
+const maxKubeEventNote = 1000
 
-// event records a Kubernetes Event on the task's anchor, so that `kubectl
-// describe configmap <task>` tells the task's story. Recording is
+// kubeEvent records a Kubernetes Event on the task's anchor, so that
+// `kubectl describe configmap <task>` tells the task's story. Recording is
 // asynchronous and best effort: a step never waits for it.
-func (r *Runner) event(anchor *corev1.ConfigMap, warning bool, reason, format string, a ...any) {
-	if r.Events == nil {
+func (r *Runner) kubeEvent(anchor *corev1.ConfigMap, warning bool, reason, format string, a ...any) {
+	if r.Recorder == nil {
 		return
 	}
 	typ := corev1.EventTypeNormal
@@ -271,10 +272,10 @@ func (r *Runner) event(anchor *corev1.ConfigMap, warning bool, reason, format st
 		typ = corev1.EventTypeWarning
 	}
 	note := fmt.Sprintf(format, a...)
-	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
+	if len(note) > maxKubeEventNote {
+		note = note[:maxKubeEventNote-3] + "..."
 	}
-	r.Events.Eventf(anchor, nil, typ, reason, "Step", "%s", note)
+	r.Recorder.Eventf(anchor, nil, typ, reason, "Step", "%s", note)
 }
 
 // logWarnings logs what a task holds that nothing reads (unknown fields,

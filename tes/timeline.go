@@ -84,7 +84,7 @@ func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, e
 		if at.IsZero() {
 			at, _ = time.Parse(time.RFC3339Nano, e.Time)
 		}
-		if e.Reason == steps.EventStarted && taskStarted.IsZero() {
+		if e.Reason == steps.ReasonStarted && taskStarted.IsZero() {
 			taskStarted = at
 		}
 		job, ok := taskmeta.ParseJobNote(e.Message)
@@ -96,13 +96,13 @@ func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, e
 			continue
 		}
 		switch e.Reason {
-		case steps.EventJobCreate:
+		case steps.ReasonJobCreated:
 			if _, seen := created[part]; !seen {
 				created[part] = at
 			}
-		case steps.EventJobFailed:
+		case steps.ReasonJobFailed:
 			failed[part] = at
-		case steps.EventJobDelete:
+		case steps.ReasonJobDeleted:
 			deleted[part] = at
 		}
 	}

@@ -68,8 +68,8 @@ func TestTimelineOfACompleteTask(t *testing.T) {
 		jobs = append(jobs, j)
 		pods = append(pods, podOf(j, 10*i+1, terminated(10*i+4, 10*i+9, 0)))
 	}
-	events := []TaskEvent{taskEvent(1, steps.EventStarted, "Task started: pvc, inputs-filer, ex-00, ex-01, outputs-filer")}
-	events = append(events, taskEvent(1, steps.EventJobCreate, "Created job task-1-inputs-filer"))
+	events := []TaskEvent{taskEvent(1, steps.ReasonStarted, "Task started: pvc, inputs-filer, ex-00, ex-01, outputs-filer")}
+	events = append(events, taskEvent(1, steps.ReasonJobCreated, "Created job task-1-inputs-filer"))
 	got := Timeline(anchor, jobs, pods, events)
 	if len(got) != 5 {
 		t.Fatalf("%d steps, want 5: %+v", len(got), got)
@@ -122,8 +122,8 @@ func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 	anchor.Annotations[taskmeta.AnnotationEnded] = iso(20)
 	anchor.Annotations[taskmeta.AnnotationState] = tesv1.StateCanceled
 	events := []TaskEvent{
-		taskEvent(6, steps.EventJobCreate, "Created job task-1-ex-01"),
-		taskEvent(12, steps.EventJobDelete, "Deleted job task-1-ex-01: the task was cancelled"),
+		taskEvent(6, steps.ReasonJobCreated, "Created job task-1-ex-01"),
+		taskEvent(12, steps.ReasonJobDeleted, "Deleted job task-1-ex-01: the task was cancelled"),
 	}
 	got = Timeline(anchor, []batchv1.Job{j0}, pods[:1], events)
 	if got[1].Status != StepDeleted || got[1].Created != iso(6) || got[1].Ended != iso(12) || got[1].Reason != "the task was cancelled" {
@@ -142,7 +142,7 @@ func TestTimelineFailedExecutor(t *testing.T) {
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}}
 	j := job(id, "ex-00", 0)
 	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: at(9)}}
-	ev := taskEvent(0, steps.EventJobCreate, "Created job task-1-ex-00")
+	ev := taskEvent(0, steps.ReasonJobCreated, "Created job task-1-ex-00")
 	ev.at = ev.at.Add(700 * time.Millisecond)
 	ev.Time = ev.at.Format(time.RFC3339Nano)
 	got := Timeline(anchor, []batchv1.Job{j}, []corev1.Pod{podOf(j, 0, terminated(0, 3, 3))}, []TaskEvent{ev})

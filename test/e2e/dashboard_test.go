@@ -402,7 +402,7 @@ func TestDashboardTaskPage(t *testing.T) {
 		t.Errorf("bars for %v, jobs %v", jobBars, jobs)
 	}
 	reasons := eval[[]string](p, `[...document.querySelectorAll('#events tr[data-reason]')].map(r => r.dataset.reason)`)
-	for _, want := range []string{steps.EventStarted, steps.EventJobCreate, steps.EventEnded} {
+	for _, want := range []string{steps.ReasonStarted, steps.ReasonJobCreated, steps.ReasonEnded} {
 		if !slices.Contains(reasons, want) {
 			t.Errorf("the Events %v have no %s", reasons, want)
 		}

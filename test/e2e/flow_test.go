@@ -259,7 +259,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 	task := "task-events01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, nil, nil), executor(task, 1, fail(3), nil))))
 	e.waitState(task, tesv1.StateExecutorError, 30*time.Second)
-	want := []string{steps.EventStarted, steps.EventJobCreate, steps.EventJobCreate, steps.EventEnded}
+	want := []string{steps.ReasonStarted, steps.ReasonJobCreated, steps.ReasonJobCreated, steps.ReasonEnded}
 	var got []string
 	e.waitFor("the anchor's Events", 20*time.Second, func() bool {
 		list, err := shared.Client.EventsV1().Events(e.ns).List(context.Background(), metav1.ListOptions{
@@ -272,7 +272,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 		got = got[:0]
 		for _, ev := range list.Items {
 			got = append(got, ev.Reason)
-			if ev.Reason == steps.EventEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
+			if ev.Reason == steps.ReasonEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
 				t.Errorf("the Ended event: %s %q", ev.Type, ev.Note)
 			}
 			if ev.ReportingController != server.EventsController {
