@@ -48,8 +48,9 @@ type Server struct {
 
 	draining atomic.Bool
 	sweeps   sweepFlight
-	events   k8sevents.EventBroadcaster
-	telOnce  sync.Once
+	// kubeEvents records the Kubernetes Events of the Runner's Recorder.
+	kubeEvents k8sevents.EventBroadcaster
+	telOnce    sync.Once
 }
 
 // telemetry returns the steps' instruments.
@@ -87,21 +88,22 @@ func New(rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*Server, er
 	b := k8sevents.NewBroadcaster(&k8sevents.EventSinkImpl{Interface: client.EventsV1()})
 	b.StartRecordingToSink(make(chan struct{}))
 	return &Server{
-		Runner:    &steps.Runner{Client: client, Config: cfg, Log: log, Recorder: b.NewRecorder(scheme.Scheme, EventsController)},
-		Metadata:  md,
-		Namespace: cfg.Namespace,
-		Log:       log,
-		events:    b,
+		Runner:     &steps.Runner{Client: client, Config: cfg, Log: log, Recorder: b.NewRecorder(scheme.Scheme, ReportingController)},
+		Metadata:   md,
+		Namespace:  cfg.Namespace,
+		Log:        log,
+		kubeEvents: b,
 	}, nil
 }
 
-// EventsController is the reporting controller of the Events on anchors.
-const EventsController = "tesk-knative.ga4gh.org/handler"
+// ReportingController is the reporting controller of the Kubernetes Events
+// on anchors.
+const ReportingController = "tesk-knative.ga4gh.org/handler"
 
-// Close stops recording Events.
+// Close stops recording Kubernetes Events.
 func (s *Server) Close() {
-	if s.events != nil {
-		s.events.Shutdown()
+	if s.kubeEvents != nil {
+		s.kubeEvents.Shutdown()
 	}
 }
 

@@ -275,7 +275,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 			if ev.Reason == steps.ReasonEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
 				t.Errorf("the Ended event: %s %q", ev.Type, ev.Note)
 			}
-			if ev.ReportingController != server.EventsController {
+			if ev.ReportingController != server.ReportingController {
 				t.Errorf("event %s reported by %q", ev.Reason, ev.ReportingController)
 			}
 		}
