@@ -10,6 +10,6 @@ import (
 // and steps, with the same access rules as a task; the OpenAPI document,
 // public like service-info.
 func (s *Server) extensions(e *echo.Echo, g *echo.Group) {
-	g.GET(EventsPath, s.taskEvents)
+	g.GET(KubeEventsPath, s.taskKubeEvents)
 	openapi.Register(e, BasePath)
 }

@@ -16,13 +16,13 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// EventsPath is this service's extension to TES: a task's story, its
+// KubeEventsPath is this service's extension to TES: a task's story, its
 // Kubernetes Events and its steps' times (GET, under BasePath; the same
 // access rules as GET /tasks/{id}).
-const EventsPath = "/tasks/:id/events"
+const KubeEventsPath = "/tasks/:id/events"
 
-// TaskEvents is the answer of GET /tasks/{id}/events.
-type TaskEvents struct {
+// TaskKubeEvents is the answer of GET /tasks/{id}/events.
+type TaskKubeEvents struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
 	// ServerTime is the service's clock when it answered: the end of the
@@ -31,13 +31,13 @@ type TaskEvents struct {
 	// Events are the Kubernetes Events of the task's anchor, volume claim,
 	// jobs and pods, oldest first. The API server keeps Events for a while
 	// only (an hour by default).
-	Events []TaskEvent `json:"events"`
+	Events []TaskKubeEvent `json:"events"`
 	// Steps are the task's parts in the order they run, with their times.
 	Steps []TaskStep `json:"steps"`
 }
 
-// TaskEvent is one Kubernetes Event of a task's object.
-type TaskEvent struct {
+// TaskKubeEvent is one Kubernetes Event of a task's object.
+type TaskKubeEvent struct {
 	Time    string `json:"time"`
 	Type    string `json:"type"`
 	Reason  string `json:"reason"`
@@ -52,9 +52,9 @@ type TaskEvent struct {
 	at time.Time
 }
 
-// taskEvents serves GET /tasks/{id}/events: the task's Kubernetes Events,
+// taskKubeEvents serves GET /tasks/{id}/events: the task's Kubernetes Events,
 // its state and its steps with their times.
-func (s *Server) taskEvents(c echo.Context) error {
+func (s *Server) taskKubeEvents(c echo.Context) error {
 	cm, err := s.anchor(c, c.Param("id"))
 	if err != nil {
 		return s.fail(c, err)
@@ -71,13 +71,13 @@ func (s *Server) taskEvents(c echo.Context) error {
 	for _, p := range pods {
 		names = append(names, p.Name)
 	}
-	evs, err := s.eventsOf(ctx, names)
+	evs, err := s.kubeEventsOf(ctx, names)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	now := s.now()
 	state := s.build(ctx, cm, jobs, pods, tesv1.ViewMinimal).State
-	return c.JSON(http.StatusOK, TaskEvents{
+	return c.JSON(http.StatusOK, TaskKubeEvents{
 		ID:         cm.Name,
 		State:      state,
 		ServerTime: now.UTC().Format(time.RFC3339Nano),
@@ -86,11 +86,11 @@ func (s *Server) taskEvents(c echo.Context) error {
 	})
 }
 
-// eventsOf lists the Events about each of the named objects (a LIST with a
+// kubeEventsOf lists the Events about each of the named objects (a LIST with a
 // field selector per name, a few at a time), oldest first.
-func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, error) {
+func (s *Server) kubeEventsOf(ctx context.Context, names []string) ([]TaskKubeEvent, error) {
 	var mu sync.Mutex
-	var out []TaskEvent
+	var out []TaskKubeEvent
 	seen := map[types.UID]bool{}
 	var firstErr error
 	sem := make(chan struct{}, 4)
@@ -100,7 +100,7 @@ func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, err
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			items, err := s.store().EventsAbout(ctx, name)
+			items, err := s.store().KubeEventsAbout(ctx, name)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -116,7 +116,7 @@ func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, err
 					}
 					seen[uid] = true
 				}
-				out = append(out, eventOf(&items[i]))
+				out = append(out, kubeEventOf(&items[i]))
 			}
 		}()
 	}
@@ -131,14 +131,14 @@ func (s *Server) eventsOf(ctx context.Context, names []string) ([]TaskEvent, err
 		return out[i].Object < out[k].Object
 	})
 	if out == nil {
-		out = []TaskEvent{}
+		out = []TaskKubeEvent{}
 	}
 	return out, nil
 }
 
-// eventOf converts an Event (recorded through events.k8s.io/v1 or
+// kubeEventOf converts an Event (recorded through events.k8s.io/v1 or
 // core/v1); its time is the last time it was seen.
-func eventOf(e *corev1.Event) TaskEvent {
+func kubeEventOf(e *corev1.Event) TaskKubeEvent {
 	t := e.EventTime.Time
 	count := e.Count
 	if e.Series != nil {
@@ -161,7 +161,7 @@ func eventOf(e *corev1.Event) TaskEvent {
 	if count <= 1 {
 		count = 0
 	}
-	return TaskEvent{
+	return TaskKubeEvent{
 		Time:    formatTime(t),
 		Type:    e.Type,
 		Reason:  e.Reason,

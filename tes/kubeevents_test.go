@@ -74,7 +74,7 @@ func TestTaskEventsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	get := func(user, id string) (int, TaskEvents, string) {
+	get := func(user, id string) (int, TaskKubeEvents, string) {
 		req, _ := http.NewRequest(http.MethodGet, hs.URL+BasePath+"/tasks/"+id+"/events", nil)
 		req.Header.Set("X-User", user)
 		resp, err := http.DefaultClient.Do(req)
@@ -84,7 +84,7 @@ func TestTaskEventsEndpoint(t *testing.T) {
 		defer resp.Body.Close()
 		var raw json.RawMessage
 		_ = json.NewDecoder(resp.Body).Decode(&raw)
-		var te TaskEvents
+		var te TaskKubeEvents
 		_ = json.Unmarshal(raw, &te)
 		return resp.StatusCode, te, string(raw)
 	}

@@ -107,8 +107,8 @@ func (st Store) JobsAndPods(ctx context.Context, selector string) ([]batchv1.Job
 	return jobs.Items, pods.Items, nil
 }
 
-// EventsAbout lists the Events whose involved object is named name.
-func (st Store) EventsAbout(ctx context.Context, name string) ([]corev1.Event, error) {
+// KubeEventsAbout lists the Events whose involved object is named name.
+func (st Store) KubeEventsAbout(ctx context.Context, name string) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.name": name}.AsSelector().String()
 	l, err := kubeapi.Get(ctx, func(ctx context.Context) (*corev1.EventList, error) {
 		return st.Client.CoreV1().Events(st.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})

@@ -60,7 +60,7 @@ type stepTimes struct {
 // created and deleted, when the task started). The volume's bar runs from the
 // task's start to its end; a job's from its creation, waiting until its
 // container started, to its end.
-func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, events []TaskEvent) []TaskStep {
+func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, kubeEvents []TaskKubeEvent) []TaskStep {
 	id := anchor.Name
 	prog, _ := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
 	ended, _ := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded])
@@ -76,7 +76,7 @@ func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, e
 	// failure and deletion.
 	var taskStarted time.Time
 	created, failed, deleted := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
-	for _, e := range events {
+	for _, e := range kubeEvents {
 		if e.Object != "ConfigMap/"+id {
 			continue
 		}

@@ -46,9 +46,9 @@ func complete(j batchv1.Job, end int) batchv1.Job {
 	return j
 }
 
-// taskEvent is an Event of task-1's anchor at second sec.
-func taskEvent(sec int, reason, msg string) TaskEvent {
-	return TaskEvent{Time: iso(sec), Type: corev1.EventTypeNormal, Reason: reason, Message: msg, Object: "ConfigMap/task-1", at: at(sec).Time}
+// kubeEvent is an Event of task-1's anchor at second sec.
+func kubeEvent(sec int, reason, msg string) TaskKubeEvent {
+	return TaskKubeEvent{Time: iso(sec), Type: corev1.EventTypeNormal, Reason: reason, Message: msg, Object: "ConfigMap/task-1", at: at(sec).Time}
 }
 
 // The timeline of a task that ran its volume, inputs filer, two executors
@@ -68,8 +68,8 @@ func TestTimelineOfACompleteTask(t *testing.T) {
 		jobs = append(jobs, j)
 		pods = append(pods, podOf(j, 10*i+1, terminated(10*i+4, 10*i+9, 0)))
 	}
-	events := []TaskEvent{taskEvent(1, steps.ReasonStarted, "Task started: pvc, inputs-filer, ex-00, ex-01, outputs-filer")}
-	events = append(events, taskEvent(1, steps.ReasonJobCreated, "Created job task-1-inputs-filer"))
+	events := []TaskKubeEvent{kubeEvent(1, steps.ReasonStarted, "Task started: pvc, inputs-filer, ex-00, ex-01, outputs-filer")}
+	events = append(events, kubeEvent(1, steps.ReasonJobCreated, "Created job task-1-inputs-filer"))
 	got := Timeline(anchor, jobs, pods, events)
 	if len(got) != 5 {
 		t.Fatalf("%d steps, want 5: %+v", len(got), got)
@@ -121,9 +121,9 @@ func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 	anchor.Annotations[taskmeta.AnnotationProgress] = prog.String()
 	anchor.Annotations[taskmeta.AnnotationEnded] = iso(20)
 	anchor.Annotations[taskmeta.AnnotationState] = tesv1.StateCanceled
-	events := []TaskEvent{
-		taskEvent(6, steps.ReasonJobCreated, "Created job task-1-ex-01"),
-		taskEvent(12, steps.ReasonJobDeleted, "Deleted job task-1-ex-01: the task was cancelled"),
+	events := []TaskKubeEvent{
+		kubeEvent(6, steps.ReasonJobCreated, "Created job task-1-ex-01"),
+		kubeEvent(12, steps.ReasonJobDeleted, "Deleted job task-1-ex-01: the task was cancelled"),
 	}
 	got = Timeline(anchor, []batchv1.Job{j0}, pods[:1], events)
 	if got[1].Status != StepDeleted || got[1].Created != iso(6) || got[1].Ended != iso(12) || got[1].Reason != "the task was cancelled" {
@@ -142,10 +142,10 @@ func TestTimelineFailedExecutor(t *testing.T) {
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}}
 	j := job(id, "ex-00", 0)
 	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: at(9)}}
-	ev := taskEvent(0, steps.ReasonJobCreated, "Created job task-1-ex-00")
+	ev := kubeEvent(0, steps.ReasonJobCreated, "Created job task-1-ex-00")
 	ev.at = ev.at.Add(700 * time.Millisecond)
 	ev.Time = ev.at.Format(time.RFC3339Nano)
-	got := Timeline(anchor, []batchv1.Job{j}, []corev1.Pod{podOf(j, 0, terminated(0, 3, 3))}, []TaskEvent{ev})
+	got := Timeline(anchor, []batchv1.Job{j}, []corev1.Pod{podOf(j, 0, terminated(0, 3, 3))}, []TaskKubeEvent{ev})
 	s := got[0]
 	if s.Status != StepFailed || s.ExitCode == nil || *s.ExitCode != 3 || s.Ended != iso(3) || s.Created != ev.Time || s.Started != ev.Time {
 		t.Errorf("%+v", s)

@@ -91,8 +91,8 @@ func (t *TES) Cancel(ctx context.Context, id string) error {
 }
 
 // Events reads the task's story (GET /tasks/{id}/events).
-func (t *TES) Events(ctx context.Context, id string) (*tes.TaskEvents, error) {
-	var v tes.TaskEvents
+func (t *TES) Events(ctx context.Context, id string) (*tes.TaskKubeEvents, error) {
+	var v tes.TaskKubeEvents
 	return &v, t.do(ctx, http.MethodGet, "/tasks/"+id+"/events", nil, &v)
 }
 
