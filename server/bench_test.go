@@ -40,7 +40,7 @@ func BenchmarkStepTelemetry(b *testing.B) {
 			}
 			defer func() { _ = p.Shutdown(context.Background()) }()
 			s := newTestServer()
-			if s.Telemetry, err = NewSteps(p.Meter, p.Tracer); err != nil {
+			if s.Telemetry, err = NewTelemetry(p.Meter, p.Tracer); err != nil {
 				b.Fatal(err)
 			}
 			e := s.Echo()

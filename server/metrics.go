@@ -89,8 +89,8 @@ func Outcome(status int, ignored bool) string {
 	return OutcomeDone
 }
 
-// Steps are the handler's instruments and tracer.
-type Steps struct {
+// Telemetry are the handler's instruments and tracer.
+type Telemetry struct {
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 	events   metric.Int64Counter
@@ -111,11 +111,11 @@ type sweptCounts struct {
 	oldest map[string]time.Time
 }
 
-// NewSteps makes the handler's instruments with mp and its spans with tp;
+// NewTelemetry makes the handler's instruments with mp and its spans with tp;
 // the trace context is W3C's (traceparent, tracestate).
-func NewSteps(mp metric.MeterProvider, tp trace.TracerProvider) (*Steps, error) {
+func NewTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*Telemetry, error) {
 	m := mp.Meter(telemetry.Scope)
-	s := &Steps{tracer: tp.Tracer(telemetry.Scope), prop: tracing.DefaultTextMapPropagator(), now: time.Now}
+	s := &Telemetry{tracer: tp.Tracer(telemetry.Scope), prop: tracing.DefaultTextMapPropagator(), now: time.Now}
 	var err error
 	if s.events, err = m.Int64Counter(MetricEvents, metric.WithUnit("{event}"),
 		metric.WithDescription("Events received, by type and outcome")); err != nil {
@@ -173,7 +173,7 @@ func NewSteps(mp metric.MeterProvider, tp trace.TracerProvider) (*Steps, error) 
 // many are QUEUED, and for some states the time of the oldest last step.
 // The gauges report them, the step ages as of each collection, for
 // SweepFresh; then nothing, until the next sweep this replica takes.
-func (s *Steps) SweptTasks(states map[string]int, queued int, oldest map[string]time.Time) {
+func (s *Telemetry) SweptTasks(states map[string]int, queued int, oldest map[string]time.Time) {
 	c := &sweptCounts{at: s.now(), states: make(map[string]int, len(states)), queued: queued, oldest: make(map[string]time.Time, len(oldest))}
 	for k, v := range states {
 		c.states[k] = v
@@ -186,7 +186,7 @@ func (s *Steps) SweptTasks(states map[string]int, queued int, oldest map[string]
 
 // Step is one event's span and clock.
 type Step struct {
-	s     *Steps
+	s     *Telemetry
 	span  trace.Span
 	typ   string
 	start time.Time
@@ -196,7 +196,7 @@ type Step struct {
 // context of the request's traceparent header, or else that of the event's
 // distributed tracing extension (the traceparent attribute of a structured
 // event, or the ce-traceparent header); a trace of its own without either.
-func (s *Steps) StartStep(ctx context.Context, h http.Header, ev *cloudevents.Event, kind string) (context.Context, *Step) {
+func (s *Telemetry) StartStep(ctx context.Context, h http.Header, ev *cloudevents.Event, kind string) (context.Context, *Step) {
 	start := time.Now()
 	parent := s.prop.Extract(ctx, propagation.HeaderCarrier(h))
 	if !trace.SpanContextFromContext(parent).IsValid() && ev != nil {

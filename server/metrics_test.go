@@ -16,7 +16,7 @@ import (
 // collection, for SweepFresh after the sweep; then nothing.
 func TestSweptTasksGauges(t *testing.T) {
 	r := sdkmetric.NewManualReader()
-	s, err := NewSteps(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)), tracenoop.NewTracerProvider())
+	s, err := NewTelemetry(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)), tracenoop.NewTracerProvider())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ type Server struct {
 
 	// Telemetry are the instruments and tracer of the steps (nil: from
 	// otel's global providers, on first use).
-	Telemetry *Steps
+	Telemetry *Telemetry
 
 	draining atomic.Bool
 	sweeps   sweepFlight
@@ -54,15 +54,15 @@ type Server struct {
 }
 
 // telemetry returns the steps' instruments.
-func (s *Server) telemetry() *Steps {
+func (s *Server) telemetry() *Telemetry {
 	s.telOnce.Do(func() {
 		if s.Telemetry != nil {
 			return
 		}
-		t, err := NewSteps(otel.GetMeterProvider(), otel.GetTracerProvider())
+		t, err := NewTelemetry(otel.GetMeterProvider(), otel.GetTracerProvider())
 		if err != nil {
 			s.Log.Errorw("No metrics or traces of the steps", "error", err)
-			t, _ = NewSteps(metricnoop.NewMeterProvider(), tracenoop.NewTracerProvider())
+			t, _ = NewTelemetry(metricnoop.NewMeterProvider(), tracenoop.NewTracerProvider())
 		}
 		s.Telemetry = t
 	})

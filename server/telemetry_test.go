@@ -42,7 +42,7 @@ func newObservedServer(t *testing.T) (*Server, recorded) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.metrics))
 	var err error
-	if s.Telemetry, err = NewSteps(mp, tp); err != nil {
+	if s.Telemetry, err = NewTelemetry(mp, tp); err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.DebugLevel)

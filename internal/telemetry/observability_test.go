@@ -33,7 +33,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	p, addr := prometheusProvider(t)
 	ctx := context.Background()
 
-	s, err := server.NewSteps(p.Meter, p.Tracer)
+	s, err := server.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}

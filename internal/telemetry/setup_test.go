@@ -31,7 +31,7 @@ func TestSetupUnconfigured(t *testing.T) {
 	if span.IsRecording() || span.SpanContext().IsValid() {
 		t.Fatal("a recording span without configuration")
 	}
-	s, err := server.NewSteps(p.Meter, p.Tracer)
+	s, err := server.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestSetupUnconfigured(t *testing.T) {
 // configured address.
 func TestPrometheus(t *testing.T) {
 	p, addr := prometheusProvider(t)
-	s, err := server.NewSteps(p.Meter, p.Tracer)
+	s, err := server.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
