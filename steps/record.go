@@ -34,7 +34,7 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 			return
 		}
 	}
-	pods, err := st.podsOfJob(ctx, job)
+	pods, err := st.listPodsOfJob(ctx, job)
 	if err != nil {
 		warn("Listing the outputs filer's pods failed", err)
 		return
@@ -87,7 +87,7 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 	warn := func(msg string, err error) {
 		r.log(ctx).Warnw(msg+"; the executor's log is read from its pod while the pod exists", "task", st.a.Name, "job", job, "error", err)
 	}
-	pods, err := st.podsOfJob(ctx, job)
+	pods, err := st.listPodsOfJob(ctx, job)
 	if err != nil {
 		warn("Listing the executor's pods failed", err)
 		return
@@ -119,8 +119,9 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 	r.log(ctx).Debugw("Executor log recorded", "task", st.a.Name, "job", job, "log", describeLog(rec))
 }
 
-// podsOfJob lists the pods the Job controller created for a job.
-func (st *step) podsOfJob(ctx context.Context, job string) (*corev1.PodList, error) {
+// listPodsOfJob lists from the API server the pods the Job controller created
+// for a job.
+func (st *step) listPodsOfJob(ctx context.Context, job string) (*corev1.PodList, error) {
 	var pods *corev1.PodList
 	err := st.r.call(ctx, func(ctx context.Context) (err error) {
 		pods, err = st.r.Client.CoreV1().Pods(st.a.Namespace).List(ctx, metav1.ListOptions{
