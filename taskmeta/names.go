@@ -5,7 +5,7 @@
 // on it; the notes of the Kubernetes Events on it that name a job; a job's
 // status and marks as its conditions and annotations give them; and why a
 // pending pod is stuck. Of the project it imports only taskspec, for the key
-// of the task JSON on the anchor, and internal/invalid.
+// of the task JSON on the anchor.
 package taskmeta
 
 import (
