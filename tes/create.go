@@ -64,6 +64,9 @@ func (s *Server) create(c echo.Context) error {
 	if err := checkJSON(c.Request()); err != nil {
 		return s.fail(c, err)
 	}
+	if limited, err := s.limitCreate(c, callerOf(c).Subject); limited {
+		return err
+	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
 	if err != nil {
 		return s.fail(c, invalid.Errorf("reading the body: %v", err))

@@ -37,6 +37,9 @@ type Config struct {
 	Convert ConvertOptions
 	// Limits are the most a task may ask for (the zero Limits: none).
 	Limits Limits
+	// CreatesPerMinute is how many tasks each user may create a minute
+	// (TES_CREATE_RATE_PER_USER), in bursts of as many; 0: no limit.
+	CreatesPerMinute float64
 }
 
 // Server is the TES API of one namespace. It keeps nothing between requests:
@@ -55,6 +58,10 @@ type Server struct {
 	// Ready, when set, says why the API cannot serve yet (GET /readyz
 	// answers 503 with it), or nil.
 	Ready func() error
+
+	// creates is each user's rate of creates (Config.CreatesPerMinute),
+	// made by Echo.
+	creates *createLimits
 }
 
 // store is the cluster as the API reads and writes it.
@@ -78,6 +85,9 @@ func (s *Server) Echo() *echo.Echo {
 	e.Server.WriteTimeout = 2 * time.Minute
 	e.Server.IdleTimeout = 2 * time.Minute
 	e.HTTPErrorHandler = httperr.Handler
+	if s.Config.CreatesPerMinute > 0 {
+		s.creates = newCreateLimits(s.Config.CreatesPerMinute, 0, s.now)
+	}
 	if s.Telemetry != nil {
 		e.Use(s.Telemetry.Middleware)
 	}

@@ -116,6 +116,13 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 		return cfg, err
 	}
 	cfg.Limits = limits
+	if v := def("TES_CREATE_RATE_PER_USER", ""); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(n >= 0 && n <= 1e6) {
+			return cfg, fmt.Errorf("TES_CREATE_RATE_PER_USER=%q is not a number of tasks a minute from 0 to 1e6 (0: no limit)", v)
+		}
+		cfg.CreatesPerMinute = n
+	}
 	if s := def("TES_LOG_TAIL_BYTES", ""); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > steps.MaxLogTailBytes {

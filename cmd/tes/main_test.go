@@ -35,6 +35,8 @@ func TestAPIConfig(t *testing.T) {
 		{"cores below 0", map[string]string{"TES_MAX_CPU_CORES": "-1"}, "TES_MAX_CPU_CORES"},
 		{"ram not a number", map[string]string{"TES_MAX_RAM_GB": "NaN"}, "TES_MAX_RAM_GB"},
 		{"disk infinite", map[string]string{"TES_MAX_DISK_GB": "+Inf"}, "TES_MAX_DISK_GB"},
+		{"create rate", map[string]string{"TES_CREATE_RATE_PER_USER": "120"}, ""},
+		{"create rate not a number", map[string]string{"TES_CREATE_RATE_PER_USER": "fast"}, "TES_CREATE_RATE_PER_USER"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,6 +51,10 @@ func TestAPIConfig(t *testing.T) {
 			case "defaults":
 				if cfg.Limits != tes.DefaultLimits() {
 					t.Errorf("limits %+v, want the defaults %+v", cfg.Limits, tes.DefaultLimits())
+				}
+			case "create rate":
+				if cfg.CreatesPerMinute != 120 {
+					t.Errorf("creates a minute %g, want 120", cfg.CreatesPerMinute)
 				}
 			case "limits":
 				want := tes.DefaultLimits()
