@@ -44,15 +44,6 @@ type TaskCounts struct {
 var ServiceStates = []string{tesv1.StateQueued, tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling,
 	tesv1.StateComplete, tesv1.StateExecutorError, tesv1.StateSystemError, tesv1.StateCanceled}
 
-// IsFinalState reports whether a task never leaves a state.
-func IsFinalState(state string) bool {
-	switch state {
-	case tesv1.StateComplete, tesv1.StateExecutorError, tesv1.StateSystemError, tesv1.StateCanceled:
-		return true
-	}
-	return false
-}
-
 // NewTaskCounts counts no task yet: every state of ServiceStates at 0.
 func NewTaskCounts() *TaskCounts {
 	c := &TaskCounts{States: map[string]int{}, Oldest: map[string]time.Time{}}
@@ -64,7 +55,7 @@ func NewTaskCounts() *TaskCounts {
 
 func (c *TaskCounts) add(state string, step time.Time) {
 	c.States[state]++
-	if IsFinalState(state) || state == tesv1.StateCanceling {
+	if tesv1.IsFinal(state) || state == tesv1.StateCanceling {
 		return
 	}
 	if old, ok := c.Oldest[state]; !ok || step.Before(old) {
@@ -88,7 +79,7 @@ func (c *TaskCounts) Tasks() int {
 func (c *TaskCounts) Active() int {
 	n := 0
 	for s, v := range c.States {
-		if !IsFinalState(s) {
+		if !tesv1.IsFinal(s) {
 			n += v
 		}
 	}
@@ -300,7 +291,7 @@ func sweepTask(meta metav1.ObjectMeta, jobs []sweptJob, pods []*corev1.Pod, cfg 
 	}
 	plan := Decide(obs, cfg, now)
 	t := sweptTask{state: viewState(plan), step: created, due: plan.Progress != nil || len(plan.Actions) > 0 || plan.Final != nil}
-	if !IsFinalState(t.state) {
+	if !tesv1.IsFinal(t.state) {
 		if prog, err := taskmeta.ParseProgress(meta.Annotations[taskmeta.AnnotationProgress]); err == nil && prog.Last != nil {
 			t.step = prog.Last.At
 		}

@@ -149,7 +149,7 @@ func TestSweepPageCounts(t *testing.T) {
 			for _, s := range ServiceStates {
 				want[s] = c.states[s]
 				total += c.states[s]
-				if !IsFinalState(s) {
+				if !tesv1.IsFinal(s) {
 					active += c.states[s]
 				}
 			}

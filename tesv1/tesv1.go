@@ -217,10 +217,12 @@ const (
 	StateCanceled      = "CANCELED"
 )
 
-// IsFinal reports whether a state is one a task never leaves.
+// IsFinal reports whether a state is one a task never leaves: COMPLETE,
+// EXECUTOR_ERROR, SYSTEM_ERROR, CANCELED, and PREEMPTED, a task the system
+// stopped (this service never sets it; another TES server may).
 func IsFinal(state string) bool {
 	switch state {
-	case StateComplete, StateExecutorError, StateSystemError, StateCanceled:
+	case StateComplete, StateExecutorError, StateSystemError, StateCanceled, "PREEMPTED":
 		return true
 	}
 	return false

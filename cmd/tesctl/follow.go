@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // followLogs prints the executors' output as it comes: an executor's
@@ -45,7 +47,7 @@ func followLogs(ctx context.Context, c *client, id string, executor int, interva
 				}
 				next++
 			}
-			if final(t.State) {
+			if tesv1.IsFinal(t.State) {
 				if next < len(t.Executors) && (executor < 0 || next <= executor) {
 					fmt.Fprintf(stderr, "%s ended %s before executor %d ran\n", id, t.State, next)
 				}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // logsOptions are logs' flags.
@@ -68,7 +70,7 @@ func runLogs(ctx context.Context, c *client, id string, o logsOptions, out, stde
 		}
 		printStderr(stderr, i, l.Stderr)
 	}
-	if t.endedExecutors() < len(t.Executors) && !final(t.State) {
+	if t.endedExecutors() < len(t.Executors) && !tesv1.IsFinal(t.State) {
 		fmt.Fprintf(stderr, "%s is %s: executor %d has not ended (its output comes once it has; --follow waits)\n", id, t.State, t.endedExecutors())
 	}
 	return nil

@@ -45,12 +45,3 @@ func (t *task) systemLogs() []string {
 	}
 	return t.Logs[0].SystemLogs
 }
-
-// final reports whether a task never leaves its state.
-func final(state string) bool {
-	switch state {
-	case "COMPLETE", "EXECUTOR_ERROR", "SYSTEM_ERROR", "CANCELED", "PREEMPTED":
-		return true
-	}
-	return false
-}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // waitFor asks for each task of ids in turn, every o.interval, until it
@@ -38,7 +40,7 @@ func waitFor(ctx context.Context, c *client, ids []string, o waitOptions, stderr
 					detail = fmt.Sprintf(" · %d of %d executors done", t.endedExecutors(), n)
 				}
 				p.show(state+detail, fmt.Sprintf("%s%s · %s", state, detail, elapsed))
-				if final(t.State) {
+				if tesv1.IsFinal(t.State) {
 					p.done()
 					code := exitCode(t.State)
 					if code != ExitComplete {
