@@ -151,10 +151,10 @@ func (t *Task) Validate() error {
 		}
 	}
 	for i, in := range t.Inputs {
-		if err := checkPath(in.Path); err != nil {
+		if err := CheckPath(in.Path); err != nil {
 			return schemaErr("inputs[%d].path: %v", i, err)
 		}
-		if err := checkType(in.Type); err != nil {
+		if err := CheckType(in.Type); err != nil {
 			return schemaErr("inputs[%d].type: %v", i, err)
 		}
 		if in.URL == "" && in.Content == "" && in.Type != TypeDirectory {
@@ -168,10 +168,10 @@ func (t *Task) Validate() error {
 		}
 	}
 	for i, out := range t.Outputs {
-		if err := checkPath(out.Path); err != nil {
+		if err := CheckPath(out.Path); err != nil {
 			return schemaErr("outputs[%d].path: %v", i, err)
 		}
-		if err := checkType(out.Type); err != nil {
+		if err := CheckType(out.Type); err != nil {
 			return schemaErr("outputs[%d].type: %v", i, err)
 		}
 		if out.URL == "" {
@@ -182,7 +182,7 @@ func (t *Task) Validate() error {
 		}
 	}
 	for i, v := range t.Volumes {
-		if err := checkPath(v); err != nil {
+		if err := CheckPath(v); err != nil {
 			return schemaErr("volumes[%d]: %v", i, err)
 		}
 	}
@@ -192,7 +192,9 @@ func (t *Task) Validate() error {
 	return nil
 }
 
-func checkType(t string) error {
+// CheckType checks an input's or output's type: FILE, DIRECTORY, or none
+// (a FILE).
+func CheckType(t string) error {
 	switch t {
 	case "", TypeFile, TypeDirectory:
 		return nil
@@ -200,21 +202,21 @@ func checkType(t string) error {
 	return fmt.Errorf("%q is neither FILE nor DIRECTORY", t)
 }
 
-func checkPath(p string) error {
-	if p == "" {
-		return errors.New("empty")
-	}
-	if !path.IsAbs(p) {
-		return fmt.Errorf("%q is not absolute", p)
+// CheckPath checks a path in the executors (an input's, an output's, a
+// volume's): absolute, not the root, without NUL, and clean ('/' may end it).
+func CheckPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("required")
+	case !path.IsAbs(p):
+		return fmt.Errorf("%q is not an absolute path", p)
+	case path.Clean(p) == "/":
+		return fmt.Errorf("%q is the root", p)
+	case strings.ContainsRune(p, 0):
+		return errors.New("contains NUL")
 	}
 	if c := path.Clean(p); c != p && c+"/" != p {
 		return fmt.Errorf("%q is not a clean path (no '.', '..' or '//')", p)
-	}
-	if path.Clean(p) == "/" {
-		return fmt.Errorf("%q is the root", p)
-	}
-	if strings.ContainsRune(p, 0) {
-		return errors.New("contains NUL")
 	}
 	return nil
 }

@@ -137,10 +137,10 @@ func Validate(t *tesv1.Task) error {
 	}
 	for i, in := range t.Inputs {
 		f := fmt.Sprintf("inputs[%d]", i)
-		if err := checkPath(in.Path); err != nil {
+		if err := taskspec.CheckPath(in.Path); err != nil {
 			return bad("%s.path: %v", f, err)
 		}
-		if err := checkType(in.Type); err != nil {
+		if err := taskspec.CheckType(in.Type); err != nil {
 			return bad("%s.type: %v", f, err)
 		}
 		if in.URL == "" && in.Content == "" {
@@ -151,7 +151,7 @@ func Validate(t *tesv1.Task) error {
 				return bad("%s.url: %v", f, err)
 			}
 		}
-		if in.Content != "" && in.Type == tesv1.TypeDirectory {
+		if in.Content != "" && in.Type == taskspec.TypeDirectory {
 			return bad("%s.content: a DIRECTORY input takes a url, not content", f)
 		}
 		if taskspec.HasWildcard(in.Path) {
@@ -160,10 +160,10 @@ func Validate(t *tesv1.Task) error {
 	}
 	for i, out := range t.Outputs {
 		f := fmt.Sprintf("outputs[%d]", i)
-		if err := checkPath(out.Path); err != nil {
+		if err := taskspec.CheckPath(out.Path); err != nil {
 			return bad("%s.path: %v", f, err)
 		}
-		if err := checkType(out.Type); err != nil {
+		if err := taskspec.CheckType(out.Type); err != nil {
 			return bad("%s.type: %v", f, err)
 		}
 		if out.URL == "" {
@@ -180,7 +180,7 @@ func Validate(t *tesv1.Task) error {
 		}
 	}
 	for i, v := range t.Volumes {
-		if err := checkPath(v); err != nil {
+		if err := taskspec.CheckPath(v); err != nil {
 			return bad("volumes[%d]: %v", i, err)
 		}
 	}
@@ -235,31 +235,6 @@ func checkURL(raw string) error {
 			what = "bucket"
 		}
 		return fmt.Errorf("%q names no %s", taskspec.Redact(raw), what)
-	}
-	return nil
-}
-
-func checkType(t string) error {
-	switch t {
-	case "", tesv1.TypeFile, tesv1.TypeDirectory:
-		return nil
-	}
-	return fmt.Errorf("%q is neither FILE nor DIRECTORY", t)
-}
-
-func checkPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("required")
-	case !path.IsAbs(p):
-		return fmt.Errorf("%q is not an absolute path", p)
-	case path.Clean(p) == "/":
-		return fmt.Errorf("%q is the root", p)
-	case strings.ContainsRune(p, 0):
-		return errors.New("contains NUL")
-	}
-	if c := path.Clean(p); c != p && c+"/" != p {
-		return fmt.Errorf("%q is not a clean path (no '.', '..' or '//')", p)
 	}
 	return nil
 }

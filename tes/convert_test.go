@@ -159,7 +159,7 @@ func TestConvert(t *testing.T) {
 		}},
 		{"inputs, outputs and volumes as they are", func() *tesv1.Task {
 			tk := base()
-			tk.Inputs = []tesv1.Input{{Name: "in", Path: "/data/in.txt", Content: "hello"}, {URL: "s3://b/dir", Path: "/data/dir", Type: tesv1.TypeDirectory}}
+			tk.Inputs = []tesv1.Input{{Name: "in", Path: "/data/in.txt", Content: "hello"}, {URL: "s3://b/dir", Path: "/data/dir", Type: taskspec.TypeDirectory}}
 			tk.Outputs = []tesv1.Output{{URL: "s3://b/out", Path: "/data/out/*.txt", PathPrefix: "/data/out"}}
 			tk.Volumes = []string{"/scratch"}
 			return tk

@@ -194,12 +194,6 @@ const (
 	ViewFull    = "FULL"
 )
 
-// File types (tesFileType).
-const (
-	TypeFile      = "FILE"
-	TypeDirectory = "DIRECTORY"
-)
-
 // States is every tesState, for the state filter.
 var States = []string{"UNKNOWN", "QUEUED", "INITIALIZING", "RUNNING", "PAUSED", "COMPLETE",
 	"EXECUTOR_ERROR", "SYSTEM_ERROR", "CANCELED", "PREEMPTED", "CANCELING"}
