@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/elixir-cloud-aai/tesk-knative/filer"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	corev1 "k8s.io/api/core/v1"
@@ -659,6 +663,68 @@ func TestParsePodTimeout(t *testing.T) {
 				t.Errorf("ParsePodTimeout(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
 			}
 		})
+	}
+}
+
+// TestFromEnv: the pod timeout from POD_TIMEOUT, or from a command's flag in
+// its place; each issue logged at its level (behaviour §3.1); a pod timeout
+// or backend parameters that do not parse are an error.
+func TestFromEnv(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	flag := func(s string) *string { return &s }
+	cases := []struct {
+		name    string
+		getenv  func(string) string
+		flag    *string
+		want    time.Duration
+		wantErr string
+	}{
+		{name: "nothing set", getenv: env(), want: DefaultPodTimeout},
+		{name: "POD_TIMEOUT", getenv: env("POD_TIMEOUT", " 30 "), want: 30 * time.Second},
+		{name: "a blank POD_TIMEOUT is unset", getenv: env("POD_TIMEOUT", " "), want: DefaultPodTimeout},
+		{name: "the flag in place of POD_TIMEOUT", getenv: env("POD_TIMEOUT", "soon"), flag: flag("5"), want: 5 * time.Second},
+		{name: "a bad POD_TIMEOUT", getenv: env("POD_TIMEOUT", "soon"), wantErr: "pod timeout"},
+		{name: "a bad flag", getenv: env("POD_TIMEOUT", "30"), flag: flag(""), wantErr: "pod timeout"},
+		{name: "bad backend parameters", getenv: env("BACKEND_PARAMETERS", "gpu: {max: 0, types: {nvidia.com/gpu: {}}}"), wantErr: "BACKEND_PARAMETERS"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := FromEnv(c.getenv, zap.NewNop().Sugar(), c.flag)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one about %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.PodTimeout != c.want {
+				t.Errorf("pod timeout %v, want %v", cfg.PodTimeout, c.want)
+			}
+		})
+	}
+
+	core, logs := observer.New(zapcore.DebugLevel)
+	cfg, err := FromEnv(env("TASK_TTL_SECONDS", "forever", "TESK_FTP_USERNAME", "u", "FILER_PARALLELISM", "8"), zap.New(core).Sugar(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TaskTTL != nil || cfg.FilerParallelism != 8 || cfg.FTPUsername != "u" {
+		t.Errorf("config %+v: want LoadEnv's reading of the variables", cfg)
+	}
+	var got []string
+	for _, e := range logs.All() {
+		got = append(got, e.Level.String()+" "+e.ContextMap()["variable"].(string))
+	}
+	if want := []string{"error TASK_TTL_SECONDS", "warn TESK_FTP_USERNAME"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("logged %v, want %v", got, want)
 	}
 }
 

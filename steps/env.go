@@ -11,16 +11,19 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-// Reading the settings: the environment variables of behaviour §3
-// (LoadEnv), each value checked and a malformed one reported and left at
-// its default, and the pod timeout (ParsePodTimeout).
+// Reading the settings: the Config a service runs with (FromEnv), the
+// environment variables of behaviour §3 (LoadEnv), each value checked and a
+// malformed one reported and left at its default, and the pod timeout
+// (ParsePodTimeout).
 
 // ConfigIssue is a setting that was malformed and ignored. Level is "error"
 // or "warn" (behaviour §3.1).
@@ -29,6 +32,43 @@ type ConfigIssue struct {
 }
 
 func (i ConfigIssue) String() string { return i.Name + ": " + i.Msg }
+
+// FromEnv is the Config a service runs with, as both the handler and the
+// TES API read it: DefaultConfig with the pod timeout of POD_TIMEOUT, or of
+// podTimeout when a command's flag gave it (not nil); the variables LoadEnv
+// reads, each issue logged at its level (behaviour §3.1); and the backend
+// parameters (backendparams.FromEnv). A pod timeout or backend parameters
+// that do not parse are an error: the service does not start. The caller
+// sets the namespace.
+func FromEnv(getenv func(string) string, log *zap.SugaredLogger, podTimeout *string) (Config, error) {
+	cfg := DefaultConfig()
+	if podTimeout == nil {
+		if v := strings.TrimSpace(getenv("POD_TIMEOUT")); v != "" {
+			podTimeout = &v
+		}
+	}
+	if podTimeout != nil {
+		d, err := ParsePodTimeout(*podTimeout)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.PodTimeout = d
+	}
+	cfg, issues := LoadEnv(cfg, getenv)
+	for _, i := range issues {
+		if i.Level == "error" {
+			log.Errorw("Invalid setting", "variable", i.Name, "problem", i.Msg)
+		} else {
+			log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
+		}
+	}
+	bp, err := backendparams.FromEnv(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.BackendParameters = bp
+	return cfg, nil
+}
 
 // LoadEnv applies the environment variables (behaviour §3) to cfg, with
 // their validation rules: an empty value counts as unset, numbers may have

@@ -16,7 +16,6 @@ import (
 
 	"knative.dev/pkg/signals"
 
-	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -108,26 +107,16 @@ func run(args []string, getenv func(string) string) error {
 	log := cmdutil.NewLogger("handler", o.debug)
 	defer func() { _ = log.Sync() }()
 
-	cfg := steps.DefaultConfig()
-	cfg.Namespace = o.namespace
-	if cfg.PodTimeout, err = steps.ParsePodTimeout(o.podTimeout); err != nil {
+	// The pod timeout is the flag's (POD_TIMEOUT its default). A
+	// configuration of the backend parameters that does not parse stops
+	// the handler: ignored, it would place tasks otherwise than asked.
+	cfg, err := steps.FromEnv(getenv, log, &o.podTimeout)
+	if err != nil {
 		return err
 	}
+	cfg.Namespace = o.namespace
 	cfg.FilerName, cfg.FilerVersion = o.filerName, o.filerVersion
 	cfg.PullPolicyAlways, cfg.Debug = o.pullPolicyAlways, o.debug
-	cfg, issues := steps.LoadEnv(cfg, getenv)
-	for _, i := range issues {
-		if i.Level == "error" {
-			log.Errorw("Invalid setting", "variable", i.Name, "problem", i.Msg)
-		} else {
-			log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
-		}
-	}
-	// A configuration of the backend parameters that does not parse stops
-	// the handler: ignored, it would place tasks otherwise than asked.
-	if cfg.BackendParameters, err = backendparams.FromEnv(getenv); err != nil {
-		return err
-	}
 
 	// Metrics and traces as config-observability (K_OBSERVABILITY_CONFIG)
 	// asks; flushed on the way out.

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"knative.dev/pkg/signals"
 
-	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -195,23 +194,14 @@ func run(args []string, getenv func(string) string) error {
 		return err
 	}
 	cfg.Namespace, cfg.Sink = o.namespace, o.sink
-	// The state derivation follows the handler's rules and settings.
-	sc := steps.DefaultConfig()
-	sc.Namespace = o.namespace
-	if v := strings.TrimSpace(getenv("POD_TIMEOUT")); v != "" {
-		if sc.PodTimeout, err = steps.ParsePodTimeout(v); err != nil {
-			return err
-		}
-	}
-	sc, issues := steps.LoadEnv(sc, getenv)
-	for _, i := range issues {
-		log.Warnw("Invalid setting", "variable", i.Name, "problem", i.Msg)
-	}
-	// The backend parameters a task may set, read as the handler reads
+	// The state derivation follows the handler's rules and settings, and
+	// the backend parameters a task may set are read as the handler reads
 	// them; a configuration that does not parse stops the API.
-	if sc.BackendParameters, err = backendparams.FromEnv(getenv); err != nil {
+	sc, err := steps.FromEnv(getenv, log, nil)
+	if err != nil {
 		return err
 	}
+	sc.Namespace = o.namespace
 	cfg.Steps = sc
 
 	auth, ready, err := authenticator(context.Background(), getenv, o.noAuth, log)
