@@ -46,15 +46,7 @@ func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 	}
 
 	if len(toStart) > 0 {
-		next := prog.WithDone(passed...).WithStarted(obs.Event, now, toStart...)
-		plan.Progress = &next
-		for _, part := range toStart {
-			kind := CreateJob
-			if part == taskmeta.PartPVC {
-				kind = CreatePVC
-			}
-			plan.Actions = append(plan.Actions, Action{Kind: kind, Part: part})
-		}
+		plan = startParts(plan, prog.WithDone(passed...), obs.Event, now, toStart)
 		plan.State = phaseOf(toStart[len(toStart)-1])
 		return plan
 	}
@@ -145,7 +137,18 @@ func redo(plan Plan, prog taskmeta.Progress, obs Observed, now time.Time, state 
 			parts = append(parts, part)
 		}
 	}
-	next := prog.WithStarted(obs.Event, now, parts...)
+	plan = startParts(plan, prog, obs.Event, now, parts)
+	plan.note("warn", "%s recorded as started %s ago was never created (the step that recorded it was cut short and its event did not come again); creating it now",
+		capitalize(strings.Join(describeAll(obs.Anchor.Name, parts), ", ")), secs(now.Sub(prog.Last.At)))
+	plan.State = state
+	return plan
+}
+
+// startParts starts parts in this step: it records them in prog as started
+// by event at now, and creates each, the PVC as a claim and every other part
+// as its job.
+func startParts(plan Plan, prog taskmeta.Progress, event string, now time.Time, parts []string) Plan {
+	next := prog.WithStarted(event, now, parts...)
 	plan.Progress = &next
 	for _, part := range parts {
 		kind := CreateJob
@@ -154,9 +157,6 @@ func redo(plan Plan, prog taskmeta.Progress, obs Observed, now time.Time, state 
 		}
 		plan.Actions = append(plan.Actions, Action{Kind: kind, Part: part})
 	}
-	plan.note("warn", "%s recorded as started %s ago was never created (the step that recorded it was cut short and its event did not come again); creating it now",
-		capitalize(strings.Join(describeAll(obs.Anchor.Name, parts), ", ")), secs(now.Sub(prog.Last.At)))
-	plan.State = state
 	return plan
 }
 
