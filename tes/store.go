@@ -2,8 +2,6 @@ package tes
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -83,28 +82,10 @@ func (st Store) Anchors(ctx context.Context, selector string) ([]corev1.ConfigMa
 	return l.Items, nil
 }
 
-// JobsAndPods lists the jobs and the pods of a label selector, both at once.
+// JobsAndPods lists the jobs and the pods of a label selector, both at once
+// (steps.ListJobsAndPods).
 func (st Store) JobsAndPods(ctx context.Context, selector string) ([]batchv1.Job, []corev1.Pod, error) {
-	sel := metav1.ListOptions{LabelSelector: selector}
-	var jobs *batchv1.JobList
-	var pods *corev1.PodList
-	var jerr, perr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		jobs, jerr = kubeapi.Get(ctx, func(ctx context.Context) (*batchv1.JobList, error) {
-			return st.Client.BatchV1().Jobs(st.Namespace).List(ctx, sel)
-		})
-	})
-	wg.Go(func() {
-		pods, perr = kubeapi.Get(ctx, func(ctx context.Context) (*corev1.PodList, error) {
-			return st.Client.CoreV1().Pods(st.Namespace).List(ctx, sel)
-		})
-	})
-	wg.Wait()
-	if err := errors.Join(jerr, perr); err != nil {
-		return nil, nil, err
-	}
-	return jobs.Items, pods.Items, nil
+	return steps.ListJobsAndPods(ctx, st.Client, st.Namespace, selector, kubeapi.DefaultBackoff)
 }
 
 // KubeEventsAbout lists the Events whose involved object is named name.
