@@ -51,12 +51,32 @@ type step struct {
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
 	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs}
 	rv := anchor.ResourceVersion
+	if plan.Claim != nil {
+		held, next, err := r.holdShare(ctx, anchor, rv, *plan.Claim)
+		if apierrors.IsConflict(err) {
+			return conflicted, nil
+		}
+		if err != nil {
+			return finished, err
+		}
+		rv = next
+		if !held {
+			res.State, res.Waiting = tesv1.StateQueued, true
+			res.Message = "the task waits for its owner's share of the cluster (" + r.Config.Quota.String() + ")"
+			r.log(ctx).Infow("Task waits for its owner's share", "task", anchor.Name, "owner", plan.Claim.Owner, "quota", r.Config.Quota.String())
+			return finished, nil
+		}
+	}
 	if plan.Progress != nil {
 		ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
 		plan.addTTL(ann)
+		lbl := map[string]any{taskmeta.LabelTask: anchor.Name}
+		if _, waited := anchor.Labels[taskmeta.LabelWaiting]; waited || plan.Claim != nil {
+			lbl[taskmeta.LabelWaiting] = nil // started: it waits no more
+		}
 		var err error
 		rv, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
-			"labels":      map[string]string{taskmeta.LabelTask: anchor.Name},
+			"labels":      lbl,
 			"annotations": ann,
 		})
 		if apierrors.IsConflict(err) {
@@ -95,6 +115,9 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 			note += ": " + strings.ReplaceAll(plan.Final.Reason, "\n", "; ")
 		}
 		r.kubeEvent(anchor, plan.Final.State != tesv1.StateComplete && plan.Final.State != tesv1.StateCanceled, ReasonEnded, "%s", note)
+		if plan.Release {
+			r.giveBackShare(ctx, anchor, obs.Event)
+		}
 	}
 	return finished, nil
 }

@@ -50,11 +50,14 @@ type Config struct {
 	// FilerAllowedCIDRs are the private ranges (comma-separated CIDRs) the
 	// filer may reach for HTTP(S) and FTP URLs; "": none.
 	FilerAllowedCIDRs string
-	StorageClassName  string
-	DefaultDiskGB     float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
-	MaxQueue          time.Duration // 0: pods may wait to be scheduled forever
-	TaskTTL           *time.Duration
-	KeepFailedPVC     bool
+	// Quota is each owner's share of the cluster: the most active tasks
+	// and CPU cores its tasks hold at once (zero: no limit).
+	Quota            Quota
+	StorageClassName string
+	DefaultDiskGB    float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
+	MaxQueue         time.Duration // 0: pods may wait to be scheduled forever
+	TaskTTL          *time.Duration
+	KeepFailedPVC    bool
 
 	FilerPodSecurityContext *corev1.PodSecurityContext // nil: none
 	FilerSecurityContext    *corev1.SecurityContext    // nil: none

@@ -255,6 +255,25 @@ func TestLoadEnv(t *testing.T) {
 			},
 		},
 		{
+			name: "QUOTA_TASKS_PER_USER and QUOTA_CPU_PER_USER",
+			env:  map[string]string{"QUOTA_TASKS_PER_USER": "3", "QUOTA_CPU_PER_USER": " 7.5 "},
+			check: func(t *testing.T, c Config) {
+				if c.Quota != (Quota{Tasks: 3, CPU: 7.5}) {
+					t.Errorf("Quota %+v", c.Quota)
+				}
+			},
+		},
+		{
+			name:   "QUOTA_TASKS_PER_USER and QUOTA_CPU_PER_USER not numbers: errors, no quota",
+			env:    map[string]string{"QUOTA_TASKS_PER_USER": "two", "QUOTA_CPU_PER_USER": "-1"},
+			issues: []string{"error QUOTA_TASKS_PER_USER", "error QUOTA_CPU_PER_USER"},
+			check: func(t *testing.T, c Config) {
+				if c.Quota.On() {
+					t.Errorf("Quota %+v", c.Quota)
+				}
+			},
+		},
+		{
 			name: "FILER_ALLOWED_CIDRS: CIDRs, spaces allowed",
 			env:  map[string]string{"FILER_ALLOWED_CIDRS": "10.20.0.0/16, fd00::/8"},
 			check: func(t *testing.T, c Config) {

@@ -99,6 +99,20 @@ type Plan struct {
 	// TTL, when set, is the task's TTL to record on the anchor with the
 	// plan's first write (taskmeta.TTLValue).
 	TTL string
+	// Claim, when set, is the place in its owner's share the task must
+	// hold before it starts (before Progress is written): without room
+	// there, the task waits, QUEUED, and nothing else is done.
+	Claim *Claim
+	// Release: the task ends, and gives back its place in its owner's
+	// share (after Final is written).
+	Release bool
+}
+
+// Claim is a task's place in its owner's share: its owner (the anchor's
+// creator-user-id label) and the cores it holds while it runs.
+type Claim struct {
+	Owner string
+	Cores float64
 }
 
 // addTTL adds the TTL the plan records to an anchor's annotations.
@@ -122,6 +136,9 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	plan := decide(obs, cfg, now)
 	if obs.Anchor.Annotations[taskmeta.AnnotationState] == "" {
 		plan.Actions = recordLogs(plan.Actions, obs)
+	}
+	if plan.Final != nil && cfg.Quota.On() && obs.Anchor.Labels[taskmeta.LabelCreator] != "" {
+		plan.Release = true
 	}
 	if _, ok := obs.Anchor.Annotations[taskmeta.AnnotationTTL]; !ok && (plan.Progress != nil || plan.Final != nil) {
 		// The first write on a task fixes its TTL (behaviour §4.2).
@@ -158,7 +175,7 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 	}
 	if prog.Parts == nil {
 		var ok bool
-		if plan, ok = submission(plan, obs); !ok {
+		if plan, ok = submission(plan, obs, cfg); !ok {
 			return plan
 		}
 		prog = *plan.Progress

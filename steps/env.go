@@ -123,6 +123,16 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			cfg.FilerAllowedCIDRs = v
 		}
 	}
+	if n, ok := intIn("QUOTA_TASKS_PER_USER", 0); ok {
+		cfg.Quota.Tasks = int(n)
+	}
+	if v := get("QUOTA_CPU_PER_USER"); v != "" {
+		if n, err := strconv.ParseFloat(v, 64); err != nil || !(n >= 0 && n <= 1e6) {
+			bad("error", "QUOTA_CPU_PER_USER", "%q is not a number of CPU cores from 0 to 1000000; no limit of cores", v)
+		} else {
+			cfg.Quota.CPU = n
+		}
+	}
 	if v := get("TES_LOG_TAIL_BYTES"); v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > MaxLogTailBytes {
 			bad("error", "TES_LOG_TAIL_BYTES", "%q is not a number of bytes from 1 to %d; keeping %d of each executor stream", v, MaxLogTailBytes, DefaultLogTailBytes)

@@ -60,6 +60,8 @@ type Result struct {
 	// Ended is the final state the step wrote on the anchor, if it ended
 	// the task.
 	Ended string `json:"ended,omitempty"`
+	// Waiting: the task waits, QUEUED, for its owner's share.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // ErrUnknownTask is returned for a task without an anchor.

@@ -7,8 +7,10 @@ import (
 
 // submission starts a task: its whole sequence of parts is recorded. A task
 // that can never run ends at once with SYSTEM_ERROR and why (behaviour §1.1,
-// §8.5). ok is false when the plan is final.
-func submission(plan Plan, obs Observed) (Plan, bool) {
+// §8.5). With shares (cfg.Quota), a task of an owner starts only in a place
+// of its owner's share (plan.Claim), and one that asks for more cores than
+// a whole share can never run. ok is false when the plan is final.
+func submission(plan Plan, obs Observed, cfg Config) (Plan, bool) {
 	if obs.Unreadable != "" {
 		plan.note("error", "%s", obs.Unreadable)
 		plan.Final = &Final{State: tesv1.StateSystemError, Reason: obs.Unreadable}
@@ -24,6 +26,16 @@ func submission(plan Plan, obs Observed) (Plan, bool) {
 		plan.Final = &Final{State: tesv1.StateSystemError, Reason: err.Error()}
 		plan.State = tesv1.StateSystemError
 		return plan, false
+	}
+	if owner := obs.Anchor.Labels[taskmeta.LabelCreator]; cfg.Quota.On() && owner != "" {
+		cores := TaskCores(obs.Spec)
+		if why := cfg.Quota.Never(cores); why != "" {
+			plan.note("error", "%s", why)
+			plan.Final = &Final{State: tesv1.StateSystemError, Reason: why}
+			plan.State = tesv1.StateSystemError
+			return plan, false
+		}
+		plan.Claim = &Claim{Owner: owner, Cores: cores}
 	}
 	prog := taskmeta.Progress{Parts: Parts(obs.Spec)}
 	plan.Progress = &prog

@@ -147,6 +147,13 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		return res, err
 	}
 
+	// The owners' shares, listed before the anchors (settleShares).
+	var shares *shareSweep
+	if r.Config.Quota.On() {
+		if shares, err = r.listShares(ctx, ns); err != nil {
+			return res, err
+		}
+	}
 	now := r.now()
 	var due, unstarted []string
 	var unlabelled []metav1.ObjectMeta
@@ -164,6 +171,9 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		u, d, skipped := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
 		unstarted, due = append(unstarted, u...), append(due, d...)
 		unlabelled = append(unlabelled, endedUnlabelled(anchors)...)
+		if shares != nil {
+			shares.see(anchors)
+		}
 		for _, err := range skipped {
 			r.log(ctx).Warnw("Sweep skips a task it cannot read", "error", err)
 		}
@@ -200,6 +210,12 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 			continue
 		}
 		res.Stepped = append(res.Stepped, step)
+	}
+	if shares != nil {
+		stepped, failed := r.settleShares(ctx, ns, event, shares)
+		res.Stepped = append(res.Stepped, stepped...)
+		res.Failed += len(failed)
+		errs = append(errs, failed...)
 	}
 	return res, errors.Join(errs...)
 }
@@ -275,7 +291,11 @@ type sweptTask struct {
 func sweepTask(meta metav1.ObjectMeta, jobs []sweptJob, pods []*corev1.Pod, cfg Config, now time.Time, event string) sweptTask {
 	cancelled := meta.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled
 	created := meta.CreationTimestamp.Time
-	if AwaitsAPIStart(meta, now) && !cancelled {
+	// A task that waits for its owner's share is started by the shares'
+	// settling (settleShares), in fair order; without shares it waits no
+	// more.
+	waits := cfg.Quota.On() && meta.Labels[taskmeta.LabelWaiting] == "true"
+	if AwaitsAPIStart(meta, now) && !cancelled && !waits {
 		return sweptTask{state: tesv1.StateQueued, step: created, unstarted: true} // its task.submitted event was lost
 	}
 	if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && !cancelled && meta.Annotations[taskmeta.AnnotationState] == "" {

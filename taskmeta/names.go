@@ -95,7 +95,20 @@ const (
 	// LabelOrderedID (anchor) says the task's id is one of NewID's, which
 	// sort the newer task first.
 	LabelOrderedID = AnnotationPrefix + "ordered-id"
+	// LabelWaiting (anchor, "true") marks a task that waits for its
+	// owner's share of the cluster (QUOTA_TASKS_PER_USER,
+	// QUOTA_CPU_PER_USER): set before the share is asked for, removed
+	// when the task starts.
+	LabelWaiting = AnnotationPrefix + "waiting"
+	// LabelShare ("true") marks an owner's share ledger, a ConfigMap of the
+	// tasks' namespace listing the owner's active tasks.
+	LabelShare = AnnotationPrefix + "share"
 )
+
+// AnnotationCores (anchor) is the CPU cores a waiting task holds once it
+// starts, written with LabelWaiting, so that a sweep weighs waiting tasks
+// against their owners' shares from the anchors' metadata.
+const AnnotationCores = AnnotationPrefix + "cores"
 
 // Parts of a task, in the order they run. The job names are TESK's:
 // <task>-inputs-filer, <task>-ex-NN, <task>-outputs-filer.

@@ -79,6 +79,9 @@ func (s *Server) create(c echo.Context) error {
 		err = s.Config.Limits.Check(t)
 	}
 	if err == nil {
+		err = s.checkShare(t, callerOf(c))
+	}
+	if err == nil {
 		err = s.checkFileURLs(t)
 	}
 	if err != nil {

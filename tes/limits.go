@@ -58,3 +58,16 @@ func (l Limits) Check(t *tesv1.Task) error {
 
 // gb prints a size in GB as short as it goes.
 func gb(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// checkShare refuses a task that asks for more cores than a user's whole
+// share of the cluster (QUOTA_CPU_PER_USER): it could never start.
+func (s *Server) checkShare(t *tesv1.Task, caller Caller) error {
+	q := s.Config.Steps.Quota
+	if q.CPU <= 0 || caller.Label == "" || t.Resources == nil {
+		return nil
+	}
+	if cores := float64(t.Resources.CPUCores); cores > q.CPU {
+		return bad("resources.cpu_cores: %d, more than each user's share of the cluster, %s CPU cores at once", t.Resources.CPUCores, gb(q.CPU))
+	}
+	return nil
+}

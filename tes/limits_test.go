@@ -67,3 +67,22 @@ func TestCreateOverALimit(t *testing.T) {
 		t.Errorf("a task within the limits: %d %v", code, body)
 	}
 }
+
+// TestCreateOverTheShare: with a share of cores per user, a task asking
+// for more than a whole share is refused, naming it; without an owner (no
+// access control) there is no share.
+func TestCreateOverTheShare(t *testing.T) {
+	a := newAPITest(t)
+	a.srv.Config.Steps.Quota.CPU = 2
+	big := strings.Replace(helloTask, `"cpu_cores":1`, `"cpu_cores":4`, 1)
+	if code, body := a.do(http.MethodPost, "/tasks", big); code != http.StatusOK {
+		t.Errorf("without an owner: %d %v", code, body)
+	}
+	err := a.srv.checkShare(&tesv1.Task{Resources: &tesv1.Resources{CPUCores: 4}}, Caller{Subject: "alice", Label: "alice"})
+	if err == nil || !strings.Contains(err.Error(), "resources.cpu_cores: 4, more than each user's share of the cluster, 2 CPU cores at once") {
+		t.Errorf("alice's task of 4 cores: %v", err)
+	}
+	if err := a.srv.checkShare(&tesv1.Task{Resources: &tesv1.Resources{CPUCores: 2}}, Caller{Subject: "alice", Label: "alice"}); err != nil {
+		t.Errorf("alice's task of a whole share: %v", err)
+	}
+}

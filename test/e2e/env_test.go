@@ -159,12 +159,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	rc.QPS, rc.Burst = 500, 1000
 
-	cfg := steps.DefaultConfig()
-	cfg.Namespace = name
-	cfg.FilerName, cfg.FilerVersion = "tesk-filer", "test"
-	cfg.PodTimeout = 3 * time.Second
-	cfg.TrustEvents = true // the tests submit the task JSON in the events
-	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
+	cfg := envConfig(name)
 	if n := c.RealNode(); n != nil {
 		// The tests' HTTP and FTP servers listen on this machine's
 		// address on the pods' bridge, a private one.
@@ -214,6 +209,17 @@ func newEnv(t *testing.T, o envOptions) *env {
 		e.adapter = a
 	}
 	return e
+}
+
+// envConfig is the handler's configuration in an env's namespace.
+func envConfig(ns string) steps.Config {
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = ns
+	cfg.FilerName, cfg.FilerVersion = "tesk-filer", "test"
+	cfg.PodTimeout = 3 * time.Second
+	cfg.TrustEvents = true // the tests submit the task JSON in the events
+	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
+	return cfg
 }
 
 // applyConfigRBAC applies every ServiceAccount, Role and RoleBinding of

@@ -52,6 +52,8 @@ func TestTemplateValues(t *testing.T) {
 			[]string{`OIDC_ALLOWED_GROUPS: "lab-a,lab-b"`, `OIDC_ALLOWED_SUBJECTS: "bob"`, `TES_AUTH_SHARED_OWNERS: "true"`}},
 		{"private ranges", map[string]any{"auth": none, "tasks": map[string]any{"allowedPrivateCIDRs": []any{"10.20.30.40/32", "fd00::/8"}}},
 			[]string{`FILER_ALLOWED_CIDRS: "10.20.30.40/32,fd00::/8"`, "- ::1/128\n        - ipBlock:\n            cidr: 10.20.30.40/32\n        - ipBlock:\n            cidr: fd00::/8\n"}},
+		{"shares", map[string]any{"auth": none, "tasks": map[string]any{"share": map[string]any{"tasks": 3, "cpu": 7.5}}},
+			[]string{`QUOTA_TASKS_PER_USER: "3"`, `QUOTA_CPU_PER_USER: "7.5"`}},
 		{"task limits", map[string]any{"auth": none, "tasks": map[string]any{"limits": map[string]any{"executors": 3, "inputs": 0, "outputs": 7, "cpuCores": 16, "ramGB": 64.5, "diskGB": float64(100000), "createsPerMinute": 30}}},
 			[]string{`TES_CREATE_RATE_PER_USER: "30"`, `TES_MAX_EXECUTORS: "3"`, `TES_MAX_INPUTS: "0"`, `TES_MAX_OUTPUTS: "7"`, `TES_MAX_CPU_CORES: "16"`, `TES_MAX_RAM_GB: "64.5"`, `TES_MAX_DISK_GB: "100000"`}},
 		{"quota and limit range", map[string]any{"auth": none, "namespaces": map[string]any{"platform": "p1", "tasks": "t1"}, "tasks": map[string]any{

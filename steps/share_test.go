@@ -1,0 +1,150 @@
+package steps
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+)
+
+func TestQuotaRoom(t *testing.T) {
+	share := Share{Tasks: map[string]float64{"a": 2, "b": 1.5}}
+	for _, c := range []struct {
+		name  string
+		q     Quota
+		task  string
+		cores float64
+		want  bool
+	}{
+		{"no quota", Quota{}, "c", 100, true},
+		{"a third task under 3", Quota{Tasks: 3}, "c", 1, true},
+		{"a third task under 2", Quota{Tasks: 2}, "c", 1, false},
+		{"a task already in the share", Quota{Tasks: 2, CPU: 1}, "a", 2, true},
+		{"cores that fit exactly", Quota{CPU: 4.5}, "c", 1, true},
+		{"cores over", Quota{CPU: 4.5}, "c", 1.25, false},
+		{"both, tasks over", Quota{Tasks: 2, CPU: 100}, "c", 0.5, false},
+		{"both, cores over", Quota{Tasks: 5, CPU: 4}, "c", 1, false},
+	} {
+		if got := c.q.Room(share, c.task, c.cores); got != c.want {
+			t.Errorf("%s: room %v, want %v", c.name, got, c.want)
+		}
+	}
+	if why := (Quota{CPU: 4}).Never(8); why == "" {
+		t.Error("a task of 8 cores under a share of 4 could wait for ever")
+	}
+	if why := (Quota{CPU: 4}).Never(4); why != "" {
+		t.Errorf("a task of the whole share: %s", why)
+	}
+}
+
+func TestShareEncoding(t *testing.T) {
+	s, err := ParseShare(nil)
+	if err != nil || len(s.Tasks) != 0 {
+		t.Fatalf("no ledger: %+v %v", s, err)
+	}
+	s.Tasks["task-1"] = 2
+	back, err := ParseShare(&corev1.ConfigMap{Data: map[string]string{ShareKey: s.Encode()}})
+	if err != nil || back.Tasks["task-1"] != 2 || len(back.Tasks) != 1 {
+		t.Errorf("round trip: %+v %v", back, err)
+	}
+	if _, err := ParseShare(&corev1.ConfigMap{Data: map[string]string{ShareKey: "{"}}); err == nil {
+		t.Error("a ledger that does not parse was read")
+	}
+	if a, b := ShareName("alice"), ShareName("bob"); a == b || len(a) > 63 {
+		t.Errorf("names %q %q", a, b)
+	}
+}
+
+func TestTaskCores(t *testing.T) {
+	job := func(cpu ...string) batchv1.Job {
+		var j batchv1.Job
+		for _, c := range cpu {
+			ctr := corev1.Container{Name: "c"}
+			if c != "" {
+				ctr.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c)}
+			}
+			j.Spec.Template.Spec.Containers = append(j.Spec.Template.Spec.Containers, ctr)
+		}
+		return j
+	}
+	for _, c := range []struct {
+		name string
+		t    taskspec.Task
+		want float64
+	}{
+		{"the largest executor", taskspec.Task{Executors: []batchv1.Job{job("1"), job("2500m"), job("500m")}}, 2.5},
+		{"containers of one pod add up", taskspec.Task{Executors: []batchv1.Job{job("1", "1")}}, 2},
+		{"no requests: cpu_cores", taskspec.Task{Executors: []batchv1.Job{job("")}, Resources: taskspec.Resources{CPUCores: 3}}, 3},
+		{"nothing", taskspec.Task{Executors: []batchv1.Job{job("")}}, 0},
+	} {
+		if got := TaskCores(&c.t); got != c.want {
+			t.Errorf("%s: %g, want %g", c.name, got, c.want)
+		}
+	}
+}
+
+// TestFairOrder: among owners with room, the one with the fewest active
+// tasks first, then the oldest waiting; an owner's tasks in submission
+// order; no owner past its share.
+func TestFairOrder(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	w := func(owner string, n int, cores float64) Waiting {
+		return Waiting{Task: fmt.Sprintf("%s-%d", owner, n), Owner: owner, Cores: cores, Created: t0.Add(time.Duration(n) * time.Second)}
+	}
+	names := func(ws []Waiting) []string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.Task)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		waiting []Waiting
+		shares  map[string]Share
+		q       Quota
+		want    []string
+	}{
+		{"one owner, share of 2, one active", []Waiting{w("a", 3, 1), w("a", 1, 1), w("a", 2, 1)},
+			map[string]Share{"a": {Tasks: map[string]float64{"a-0": 1}}}, Quota{Tasks: 2}, []string{"a-1"}},
+		{"the owner with fewer active first", []Waiting{w("a", 1, 1), w("b", 2, 1)},
+			map[string]Share{"a": {Tasks: map[string]float64{"a-0": 1}}}, Quota{Tasks: 3}, []string{"b-2", "a-1"}},
+		{"a tie goes to the oldest waiting", []Waiting{w("b", 2, 1), w("a", 5, 1), w("b", 6, 1), w("a", 7, 1)},
+			nil, Quota{Tasks: 2}, []string{"b-2", "a-5", "b-6", "a-7"}},
+		{"cores bound it", []Waiting{w("a", 1, 2), w("a", 2, 2), w("b", 3, 3)},
+			nil, Quota{CPU: 3}, []string{"a-1", "b-3"}},
+		{"an owner whose next task does not fit waits in order", []Waiting{w("a", 1, 3), w("a", 2, 1)},
+			map[string]Share{"a": {Tasks: map[string]float64{"a-0": 1}}}, Quota{CPU: 3}, nil},
+		{"no room for anyone", []Waiting{w("a", 1, 1)},
+			map[string]Share{"a": {Tasks: map[string]float64{"a-0": 1}}}, Quota{Tasks: 1}, nil},
+	} {
+		got := names(FairOrder(c.waiting, c.shares, c.q))
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	// 20 owners with 10 waiting tasks each, under a share of 1: each first
+	// task, and nothing more.
+	var many []Waiting
+	for o := 0; o < 20; o++ {
+		for n := 0; n < 10; n++ {
+			many = append(many, w(fmt.Sprintf("u%02d", o), o*10+n, 1))
+		}
+	}
+	got := FairOrder(many, nil, Quota{Tasks: 1})
+	seen := map[string]bool{}
+	for _, g := range got {
+		if seen[g.Owner] {
+			t.Fatalf("%s started twice under a share of 1", g.Owner)
+		}
+		seen[g.Owner] = true
+	}
+	if len(got) != 20 {
+		t.Errorf("%d started, want 20", len(got))
+	}
+}

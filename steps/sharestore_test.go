@@ -1,0 +1,184 @@
+package steps
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	metadatafake "k8s.io/client-go/metadata/fake"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+// ownedAnchor is an anchor of an owner's task, not yet started, created
+// age ago.
+func ownedAnchor(name, owner string, age time.Duration) *corev1.ConfigMap {
+	m := metav1.ObjectMeta{
+		Name: name, Namespace: testNS, UID: types.UID(name + "-uid"),
+		CreationTimestamp: metav1.NewTime(ago(age)),
+		Labels:            map[string]string{taskmeta.LabelTask: name, taskmeta.LabelCreator: owner},
+		Annotations:       map[string]string{taskmeta.AnnotationTTL: taskmeta.NoTTL},
+	}
+	return anchorObject(taskWith(1, withCPU), m)
+}
+
+func (f *fakeAPI) configMap(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := f.CoreV1().ConfigMaps(testNS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return cm
+}
+
+func (f *fakeAPI) share(t *testing.T, owner string) Share {
+	t.Helper()
+	s, err := ParseShare(f.configMap(t, ShareName(owner)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (f *fakeAPI) started(t *testing.T, task string) bool {
+	t.Helper()
+	_, ok := f.configMap(t, task).Annotations[taskmeta.AnnotationProgress]
+	return ok
+}
+
+// TestShareHoldsAnOwnersTasks: under a share of one task, an owner's
+// first task starts and takes its place in the owner's ledger; the second
+// waits, QUEUED, labelled waiting, with nothing created; another owner's
+// task starts. When the first ends, its place is given back and the
+// waiting task starts at once.
+func TestShareHoldsAnOwnersTasks(t *testing.T) {
+	api := newFakeAPI(t, ownedAnchor("task-a1", "alice", 3*time.Minute), ownedAnchor("task-a2", "alice", 2*time.Minute), ownedAnchor("task-b1", "bob", time.Minute))
+	cfg := DefaultConfig()
+	cfg.Namespace = testNS
+	cfg.Quota = Quota{Tasks: 1}
+	r := testRunner(api, cfg)
+	ctx := testCtx(t)
+
+	if res, err := r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e1", Submit: true}); err != nil || res.Waiting || !api.started(t, "task-a1") {
+		t.Fatalf("alice's first task: %+v %v", res, err)
+	}
+	if s := api.share(t, "alice"); len(s.Tasks) != 1 || s.Tasks["task-a1"] != 1 {
+		t.Fatalf("alice's share %+v, want task-a1 holding 1 core", s)
+	}
+	before := len(api.Actions())
+	res, err := r.Reconcile(ctx, testNS, "task-a2", Options{Event: "e2", Submit: true})
+	if err != nil || !res.Waiting || res.State != tesv1.StateQueued || api.started(t, "task-a2") {
+		t.Fatalf("alice's second task: %+v %v, want it waiting", res, err)
+	}
+	for _, a := range api.Actions()[before:] {
+		if a.GetVerb() == "create" && a.GetResource().Resource != "configmaps" {
+			t.Errorf("a waiting task created a %s", a.GetResource().Resource)
+		}
+	}
+	if cm := api.configMap(t, "task-a2"); cm.Labels[taskmeta.LabelWaiting] != "true" || cm.Annotations[taskmeta.AnnotationCores] != "1" {
+		t.Errorf("the waiting task's labels %v, annotations %v", cm.Labels, cm.Annotations)
+	}
+	if res, err := r.Reconcile(ctx, testNS, "task-b1", Options{Event: "e3", Submit: true}); err != nil || res.Waiting {
+		t.Fatalf("bob's task: %+v %v", res, err)
+	}
+
+	// alice's first task ends (cancelled): its place goes to the second.
+	a1 := api.configMap(t, "task-a1")
+	a1.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
+	if _, err := api.CoreV1().ConfigMaps(testNS).Update(ctx, a1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e4", Cancel: true})
+	if err != nil || res.State != tesv1.StateCanceling || api.started(t, "task-a2") {
+		t.Fatalf("the cancel: %+v %v", res, err)
+	}
+	// Its job is gone (the fake deletes at once): the task ends.
+	res, err = r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e5", GoneJob: taskmeta.ObjectName("task-a1", "ex-00")})
+	if err != nil || res.Ended != tesv1.StateCanceled {
+		t.Fatalf("the cancelled task's end: %+v %v", res, err)
+	}
+	if !api.started(t, "task-a2") {
+		t.Fatal("the waiting task did not start when a place was given back")
+	}
+	if cm := api.configMap(t, "task-a2"); cm.Labels[taskmeta.LabelWaiting] != "" {
+		t.Errorf("the started task is still labelled waiting: %v", cm.Labels)
+	}
+	if s := api.share(t, "alice"); len(s.Tasks) != 1 || s.Tasks["task-a2"] != 1 {
+		t.Errorf("alice's share %+v, want task-a2 alone", s)
+	}
+}
+
+// TestShareRefusesATaskLargerThanTheShare: a task that asks for more cores
+// than a whole share can never run: it ends SYSTEM_ERROR at submission.
+func TestShareRefusesATaskLargerThanTheShare(t *testing.T) {
+	api := newFakeAPI(t, ownedAnchor("task-big", "alice", time.Minute))
+	cfg := DefaultConfig()
+	cfg.Namespace = testNS
+	cfg.Quota = Quota{CPU: 0.5}
+	r := testRunner(api, cfg)
+	res, err := r.Reconcile(testCtx(t), testNS, "task-big", Options{Event: "e1", Submit: true})
+	if err != nil || res.Ended != tesv1.StateSystemError || api.configMap(t, ShareName("alice")) != nil {
+		t.Errorf("%+v %v, want SYSTEM_ERROR and no share taken", res, err)
+	}
+}
+
+// TestSweepSettlesShares: a sweep gives back the place of a task that
+// ended without giving it back, and of one whose anchor is gone, starts a
+// task that holds a place but never started, and starts the waiting tasks
+// that fit, fairly.
+func TestSweepSettlesShares(t *testing.T) {
+	ended := ownedAnchor("task-a0", "alice", 10*time.Minute)
+	ended.Annotations[taskmeta.AnnotationState] = tesv1.StateComplete
+	ended.Annotations[taskmeta.AnnotationProgress] = progressOf([]string{taskmeta.PartPVC, "ex-00"}, "e0", ago(9*time.Minute), taskmeta.PartPVC, "ex-00").String()
+	waitingA := ownedAnchor("task-a1", "alice", 5*time.Minute)
+	waitingA.Labels[taskmeta.LabelWaiting] = "true"
+	waitingA.Annotations[taskmeta.AnnotationCores] = "1"
+	claimed := ownedAnchor("task-b1", "bob", 4*time.Minute)
+	ledger := func(owner string, s Share) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ShareName(owner), Namespace: testNS,
+			Labels: map[string]string{taskmeta.LabelShare: "true", taskmeta.LabelCreator: owner}},
+			Data: map[string]string{ShareKey: s.Encode()}}
+	}
+	api := newFakeAPI(t, ended, waitingA, claimed,
+		ledger("alice", Share{Tasks: map[string]float64{"task-a0": 1, "task-gone": 1}}),
+		ledger("bob", Share{Tasks: map[string]float64{"task-b1": 1}}))
+	cfg := DefaultConfig()
+	cfg.Namespace = testNS
+	cfg.Quota = Quota{Tasks: 1}
+	r := testRunner(api, cfg)
+	res, err := r.Sweep(testCtx(t), testNS, "sweep-1", newMetadataFake(t, api))
+	if err != nil {
+		t.Fatalf("sweep: %v (%+v)", err, res)
+	}
+	if !api.started(t, "task-a1") || !api.started(t, "task-b1") {
+		t.Errorf("started: waiting %v, claimed %v; want both", api.started(t, "task-a1"), api.started(t, "task-b1"))
+	}
+	if s := api.share(t, "alice"); len(s.Tasks) != 1 || s.Tasks["task-a1"] != 1 {
+		t.Errorf("alice's share %+v, want task-a1 alone", s)
+	}
+}
+
+// newMetadataFake serves the fake API's ConfigMaps, as they are now, to a
+// sweep's list of the anchors' metadata.
+func newMetadataFake(t *testing.T, api *fakeAPI) metadata.Interface {
+	t.Helper()
+	list, err := api.CoreV1().ConfigMaps(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, cm := range list.Items {
+		objs = append(objs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: cm.ObjectMeta})
+	}
+	return metadatafake.NewSimpleMetadataClient(scheme, objs...)
+}
