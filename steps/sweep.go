@@ -295,7 +295,7 @@ func sweepTask(meta metav1.ObjectMeta, jobs []sweptJob, pods []*corev1.Pod, cfg 
 	// settling (settleShares), in fair order; without shares it waits no
 	// more.
 	waits := cfg.Quota.On() && meta.Labels[taskmeta.LabelWaiting] == "true"
-	if AwaitsAPIStart(meta, now) && !cancelled && !waits {
+	if AwaitsStart(meta, now) && !cancelled && !waits {
 		return sweptTask{state: tesv1.StateQueued, step: created, unstarted: true} // its task.submitted event was lost
 	}
 	if _, ok := meta.Annotations[taskmeta.AnnotationProgress]; !ok && !cancelled && meta.Annotations[taskmeta.AnnotationState] == "" {

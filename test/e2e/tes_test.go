@@ -378,7 +378,7 @@ func TestTESCancel(t *testing.T) {
 }
 
 // A task whose task.submitted never arrived is started by the sweep once
-// it has waited steps.APIStartGrace.
+// it has waited steps.StartGrace.
 func TestTESLostSubmissionStartedBySweep(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }))
@@ -389,7 +389,7 @@ func TestTESLostSubmissionStartedBySweep(t *testing.T) {
 	if s := api.get(id, tesv1.ViewMinimal)["state"]; s != tesv1.StateQueued {
 		t.Fatalf("within the grace: %v, want QUEUED", s)
 	}
-	time.Sleep(steps.APIStartGrace + time.Second)
+	time.Sleep(steps.StartGrace + time.Second)
 	e.sweep()
 	api.waitState(id, tesv1.StateComplete, 60*time.Second)
 }

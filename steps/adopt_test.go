@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestAwaitsAPIStart(t *testing.T) {
+func TestAwaitsStart(t *testing.T) {
 	created := metav1.NewTime(t0.Add(-time.Hour))
 	api := map[string]string{taskmeta.AnnotationSubmittedBy: taskmeta.SubmittedByTESAPI}
 	cases := []struct {
@@ -19,16 +19,16 @@ func TestAwaitsAPIStart(t *testing.T) {
 		want        bool
 	}{
 		{"written by the TES API, never started, past the grace", api, created, true},
-		{"within the grace its event may still come", api, metav1.NewTime(t0.Add(-APIStartGrace / 2)), false},
-		{"not written by the TES API: its own submission decides", map[string]string{}, created, false},
+		{"within the grace its event may still come", api, metav1.NewTime(t0.Add(-StartGrace / 2)), false},
+		{"written by another (the TESK API), never started, past the grace", map[string]string{}, created, true},
 		{"started", map[string]string{taskmeta.AnnotationSubmittedBy: taskmeta.SubmittedByTESAPI, taskmeta.AnnotationProgress: `{"parts":["ex-00"]}`}, created, false},
 		{"ended", map[string]string{taskmeta.AnnotationSubmittedBy: taskmeta.SubmittedByTESAPI, taskmeta.AnnotationState: tesv1.StateSystemError}, created, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			meta := metav1.ObjectMeta{Name: "task-1", Annotations: c.annotations, CreationTimestamp: c.created}
-			if got := AwaitsAPIStart(meta, t0); got != c.want {
-				t.Errorf("AwaitsAPIStart = %v, want %v", got, c.want)
+			if got := AwaitsStart(meta, t0); got != c.want {
+				t.Errorf("AwaitsStart = %v, want %v", got, c.want)
 			}
 		})
 	}
