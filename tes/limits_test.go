@@ -1,6 +1,7 @@
 package tes
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,5 +85,59 @@ func TestCreateOverTheShare(t *testing.T) {
 	}
 	if err := a.srv.checkShare(&tesv1.Task{Resources: &tesv1.Resources{CPUCores: 2}}, Caller{Subject: "alice", Label: "alice"}); err != nil {
 		t.Errorf("alice's task of a whole share: %v", err)
+	}
+}
+
+// TestFullPageWithinItsBytes: a FULL page ends before the task that would
+// take it past the byte budget, with a token that resumes there: the pages
+// hold every task once, in the list's order; BASIC pages are not cut.
+func TestFullPageWithinItsBytes(t *testing.T) {
+	a := newAPITest(t)
+	a.srv.Config.ListBytes = 500_000
+	content := strings.Repeat("x", 200_000)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		task := fmt.Sprintf(`{"name":"big-%d","inputs":[{"path":"/data/in","content":%q}],"executors":[{"image":"alpine","command":["true"]}]}`, i, content)
+		code, body := a.do(http.MethodPost, "/tasks", task)
+		if code != http.StatusOK {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		ids = append(ids, body["id"].(string))
+	}
+	a.withMetadata()
+	order := func(view string) (pages [][]string) {
+		token := ""
+		for n := 0; n < 10; n++ {
+			code, body := a.do(http.MethodGet, "/tasks?view="+view+"&page_token="+token, "")
+			if code != http.StatusOK {
+				t.Fatalf("list %s: %d %v", view, code, body)
+			}
+			var page []string
+			for _, task := range body["tasks"].([]any) {
+				page = append(page, task.(map[string]any)["id"].(string))
+			}
+			pages = append(pages, page)
+			token, _ = body["next_page_token"].(string)
+			if token == "" {
+				return pages
+			}
+		}
+		t.Fatalf("%s: no end after 10 pages", view)
+		return nil
+	}
+	basic := order(tesv1.ViewBasic)
+	if len(basic) != 1 || len(basic[0]) != 5 {
+		t.Fatalf("BASIC pages %v, want one of 5", basic)
+	}
+	full := order(tesv1.ViewFull)
+	var all []string
+	for _, p := range full {
+		if len(p) > 2 {
+			t.Errorf("a FULL page of %d tasks of 200 kB each, past 500 kB", len(p))
+		}
+		all = append(all, p...)
+	}
+	if fmt.Sprint(all) != fmt.Sprint(basic[0]) {
+		t.Errorf("FULL pages %v, want the list's order %v once", full, basic[0])
 	}
 }

@@ -1,7 +1,9 @@
 package tes
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,10 +54,17 @@ func (s *Server) list(c echo.Context) error {
 	sc := s.scanner(q, sel, keeps(q, caller.mayAccess))
 	var resp tesv1.ListTasksResponse
 	var page []metav1.ObjectMeta
-	if slices.Contains(passingStates, q.State) {
+	switch {
+	case slices.Contains(passingStates, q.State):
 		page, resp.Tasks, resp.NextPageToken, err = s.pageInState(ctx, sc, q)
-	} else {
-		page, resp.NextPageToken, err = pageOf(ctx, sc, q.PageSize)
+	case q.View == tesv1.ViewFull:
+		var afters []string
+		page, afters, resp.NextPageToken, err = pageOf(ctx, sc, q.PageSize)
+		if err == nil {
+			return s.fullPage(c, page, afters, resp.NextPageToken, sc.read)
+		}
+	default:
+		page, _, resp.NextPageToken, err = pageOf(ctx, sc, q.PageSize)
 		if err == nil {
 			resp.Tasks = make([]tesv1.Task, len(page))
 			err = s.views(ctx, page, q.View, resp.Tasks, sc.read)
@@ -65,6 +74,67 @@ func (s *Server) list(c echo.Context) error {
 		return s.fail(c, err)
 	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// DefaultListBytes bounds the tasks of a FULL page (Config.ListBytes):
+// their inline contents and logs may be large.
+const DefaultListBytes = 16 << 20
+
+// fullChunk is how many tasks of a FULL page are read and encoded at a
+// time.
+const fullChunk = 32
+
+// fullPage answers a FULL page within the byte budget: its tasks are read
+// and encoded a chunk at a time, and the page ends before the first task
+// that would take it past the budget (the first task is served whatever
+// its size), with the token that resumes there. Only the encoded page and
+// one chunk's tasks are held at once.
+func (s *Server) fullPage(c echo.Context, page []metav1.ObjectMeta, afters []string, next string, read map[string]*corev1.ConfigMap) error {
+	budget := s.Config.ListBytes
+	if budget <= 0 {
+		budget = DefaultListBytes
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"tasks":[`)
+	used, n := 0, 0
+	for from := 0; from < len(page); from += fullChunk {
+		chunk := page[from:min(from+fullChunk, len(page))]
+		tasks := make([]tesv1.Task, len(chunk))
+		if err := s.views(c.Request().Context(), chunk, tesv1.ViewFull, tasks, read); err != nil {
+			return s.fail(c, err)
+		}
+		for i := range tasks {
+			b, err := json.Marshal(tasks[i])
+			if err != nil {
+				return s.fail(c, err)
+			}
+			if n > 0 && used+len(b) > budget {
+				next = afters[from+i-1]
+				return s.writePage(c, &buf, next)
+			}
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(b)
+			used, n = used+len(b), n+1
+		}
+		for _, m := range chunk {
+			delete(read, m.Name)
+		}
+	}
+	return s.writePage(c, &buf, next)
+}
+
+// writePage ends a page's JSON begun by fullPage and answers it.
+func (s *Server) writePage(c echo.Context, buf *bytes.Buffer, next string) error {
+	buf.WriteByte(']')
+	if next != "" {
+		tok, _ := json.Marshal(next)
+		buf.WriteString(`,"next_page_token":`)
+		buf.Write(tok)
+	}
+	buf.WriteByte('}')
+	return c.JSONBlob(http.StatusOK, buf.Bytes())
 }
 
 // scanner is a scan of the namespace's anchors for a query, from its token.

@@ -105,7 +105,7 @@ func scanPage(t *testing.T, p *pagedAnchors, query string, token string) ([]stri
 	if q.Token != nil {
 		sc.pos = *q.Token
 	}
-	page, next, err := pageOf(context.Background(), sc, q.PageSize)
+	page, _, next, err := pageOf(context.Background(), sc, q.PageSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestExpiredPageToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := &scanner{list: (&pagedAnchors{}).list, q: q, selector: taskmeta.LabelTask, keep: keeps(q, func(metav1.ObjectMeta) bool { return true }), budget: 100, pos: *q.Token}
-	if _, _, err := pageOf(context.Background(), sc, 10); err == nil || !strings.Contains(err.Error(), "page_token") {
+	if _, _, _, err := pageOf(context.Background(), sc, 10); err == nil || !strings.Contains(err.Error(), "page_token") {
 		t.Errorf("a refused position: %v, want an error naming page_token", err)
 	}
 }

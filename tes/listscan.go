@@ -206,25 +206,29 @@ func (sc *scanner) token(last *scanned, stopped bool) string {
 	return last.after.String()
 }
 
-// pageOf scans a page of up to size anchors and the token of the next.
-func pageOf(ctx context.Context, sc *scanner, size int) ([]metav1.ObjectMeta, string, error) {
+// pageOf scans a page of up to size anchors and the token of the next; and
+// for each anchor of the page, the token that resumes after it (to end the
+// page there).
+func pageOf(ctx context.Context, sc *scanner, size int) ([]metav1.ObjectMeta, []string, string, error) {
 	var page []metav1.ObjectMeta
+	var afters []string
 	var last *scanned
 	for len(page) < size {
 		m, ok, err := sc.more(ctx, size-len(page))
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		if !ok {
-			return page, sc.token(last, true), nil
+			return page, afters, sc.token(last, true), nil
 		}
 		page, last = append(page, m.meta), &m
+		afters = append(afters, m.after.String())
 	}
 	more, err := sc.hasMore(ctx)
 	if err != nil || !more {
-		return page, "", err
+		return page, afters, "", err
 	}
-	return page, sc.token(last, false), nil
+	return page, afters, sc.token(last, false), nil
 }
 
 // hasMore reports whether anything is left to scan after a full page: the

@@ -37,6 +37,9 @@ type Config struct {
 	Convert ConvertOptions
 	// Limits are the most a task may ask for (the zero Limits: none).
 	Limits Limits
+	// ListBytes bounds the tasks of a FULL page of GET /tasks: the page
+	// ends before the task that would pass it (0: DefaultListBytes).
+	ListBytes int
 	// CreatesPerMinute is how many tasks each user may create a minute
 	// (TES_CREATE_RATE_PER_USER), in bursts of as many; 0: no limit.
 	CreatesPerMinute float64
