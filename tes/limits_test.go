@@ -141,3 +141,4 @@ func TestFullPageWithinItsBytes(t *testing.T) {
 		t.Errorf("FULL pages %v, want the list's order %v once", full, basic[0])
 	}
 }
+

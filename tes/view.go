@@ -66,7 +66,26 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 		}
 	}
 	out.Logs = s.taskLogs(ctx, v, byPart, podList, view)
+	if len(out.Logs) > 0 {
+		out.Logs[0].Metadata = steps.Usage(out.Logs[0], byPart, s.requested(stored.Resources), s.now())
+	}
 	return out
+}
+
+// requested is what a task asked for, as its usage weighs it: its
+// resources, the disk of a task without one as the handler sizes it.
+func (s *Server) requested(r *tesv1.Resources) steps.Requested {
+	req := steps.Requested{DiskGB: s.Config.Steps.DefaultDiskGB}
+	if req.DiskGB == 0 {
+		req.DiskGB = steps.DefaultDiskGB
+	}
+	if r != nil {
+		req.CPUCores, req.RAMGB = float64(r.CPUCores), r.RAMGB
+		if r.DiskGB > 0 {
+			req.DiskGB = r.DiskGB
+		}
+	}
+	return req
 }
 
 // taskLogs keeps of the view's log what the view shows: every executor's

@@ -1,0 +1,40 @@
+package tes
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+// TestUsageInTheTaskLog: BASIC and FULL give what a task used in its log's
+// metadata: a running executor's wall seconds to now, and the core-seconds
+// its request held (helloTask asks for one core).
+func TestUsageInTheTaskLog(t *testing.T) {
+	a := newAPITest(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	a.srv.Now = func() time.Time { return now }
+	code, body := a.do(http.MethodPost, "/tasks", helloTask)
+	if code != http.StatusOK {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	id := body["id"].(string)
+	a.startExecutor(id, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-90 * time.Second))}}}}})
+	for _, view := range []string{tesv1.ViewBasic, tesv1.ViewFull} {
+		code, body := a.do(http.MethodGet, "/tasks/"+id+"?view="+view, "")
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %v", view, code, body)
+		}
+		md, _ := body["logs"].([]any)[0].(map[string]any)["metadata"].(map[string]any)
+		for k, want := range map[string]string{"usage.ex-00.wall_seconds": "90", "usage.wall_seconds": "90", "usage.cpu_core_seconds": "90", "usage.memory_gb_seconds": "0"} {
+			if md[k] != want {
+				t.Errorf("%s: %s = %v, want %s (metadata %v)", view, k, md[k], want, md)
+			}
+		}
+	}
+}
