@@ -141,4 +141,3 @@ func TestFullPageWithinItsBytes(t *testing.T) {
 		t.Errorf("FULL pages %v, want the list's order %v once", full, basic[0])
 	}
 }
-
