@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ type fakeAPI struct {
 	created []map[string]any
 	cancels []string
 	auth    []string
+	lists   []string // the query of each GET /tasks, encoded
 }
 
 func newFake(t *testing.T) (*fakeAPI, string) {
@@ -65,6 +67,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{}`)
 	case r.Method == http.MethodGet && path == "/tasks":
 		q := r.URL.Query()
+		f.lists = append(f.lists, q.Encode())
 		var tasks []any
 		for i := 1; i <= 3; i++ {
 			tasks = append(tasks, map[string]any{"id": fmt.Sprintf("task-%d", i), "state": "COMPLETE", "name": fmt.Sprintf("n%d", i),
@@ -76,7 +79,6 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			page["next_page_token"] = "p2"
 		}
-		page["query"] = q.Encode()
 		_ = json.NewEncoder(w).Encode(page)
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/tasks/"):
 		id := strings.TrimPrefix(path, "/tasks/")
@@ -234,9 +236,48 @@ func TestGetListCancel(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &all); code != 0 || err != nil || len(all.Tasks) != 3 {
 		t.Errorf("list --all -o json: %d %v\n%s", code, err, out)
 	}
+	code, out, errs = tesctl(t, url, "", "list", "--page-token", "p2")
+	if lines = strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[1], "task-3") || errs != "" {
+		t.Errorf("list --page-token p2: %d\n%s\n%s", code, out, errs)
+	}
 	code, out, errs = tesctl(t, url, "", "cancel", "task-1", "task-9")
 	if code != ExitFailed || out != "task-1: cancel requested\n" || !strings.Contains(errs, "task-9: 404") || len(f.cancels) != 1 {
 		t.Errorf("cancel: %d %q %q", code, out, errs)
+	}
+}
+
+// list sends each filter as the API's query parameter: the state in upper
+// case, the name prefix, each tag as a tag_key and a tag_value at the same
+// position (an empty value for KEY alone), the page size and the page
+// token; --all follows the next page's token.
+func TestListQuery(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string // the query of each GET /tasks
+	}{
+		{nil, []string{"view=BASIC"}},
+		{[]string{"--state", "complete"}, []string{"state=COMPLETE&view=BASIC"}},
+		{[]string{"--name-prefix", "n"}, []string{"name_prefix=n&view=BASIC"}},
+		{[]string{"--tag", "a=1", "--tag", "b", "--tag", "c=x=y"}, []string{"tag_key=a&tag_key=b&tag_key=c&tag_value=1&tag_value=&tag_value=x%3Dy&view=BASIC"}},
+		{[]string{"--page-size", "2"}, []string{"page_size=2&view=BASIC"}},
+		{[]string{"--page-token", "p2"}, []string{"page_token=p2&view=BASIC"}},
+		{[]string{"--all"}, []string{"view=BASIC", "page_token=p2&view=BASIC"}},
+		{[]string{"--all", "--page-size", "2", "--state", "RUNNING", "--name-prefix", "n", "--tag", "a=1"}, []string{
+			"name_prefix=n&page_size=2&state=RUNNING&tag_key=a&tag_value=1&view=BASIC",
+			"name_prefix=n&page_size=2&page_token=p2&state=RUNNING&tag_key=a&tag_value=1&view=BASIC",
+		}},
+	} {
+		f, url := newFake(t)
+		if code, out, errs := tesctl(t, url, "", append([]string{"list"}, c.args...)...); code != 0 {
+			t.Errorf("list %q: %d\n%s\n%s", c.args, code, out, errs)
+		}
+		if !slices.Equal(f.lists, c.want) {
+			t.Errorf("list %q: queries\n %q\nwant\n %q", c.args, f.lists, c.want)
+		}
+	}
+	f, url := newFake(t)
+	if code, _, errs := tesctl(t, url, "", "list", "--tag", "=1"); code != ExitFailed || !strings.Contains(errs, `--tag "=1"`) || len(f.lists) != 0 {
+		t.Errorf("list --tag =1: %d %q, %d queries; want a usage error and none", code, errs, len(f.lists))
 	}
 }
 
