@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -316,7 +318,9 @@ func TestFullLastPageHasNoToken(t *testing.T) {
 // A BASIC page without a filter the API server cannot apply reads its
 // anchors whole in the scan's LISTs (the ordered ids, then TESK's, none
 // here) and reads them no second time; with a name prefix it scans
-// metadata and reads the page's anchors once.
+// metadata and reads the page's anchors once, in one LIST; MINIMAL reads
+// metadata alone. Each page then lists its jobs and its pods once, and
+// makes no other request of the API server: no GET of an anchor.
 func TestBasicPageReadsItsAnchorsOnce(t *testing.T) {
 	a := newAPITest(t)
 	for i := range 3 {
@@ -325,8 +329,15 @@ func TestBasicPageReadsItsAnchorsOnce(t *testing.T) {
 		}
 	}
 	a.withMetadata()
-	for q, want := range map[string]int{"view=BASIC": 2, "view=BASIC&name_prefix=t-": 1, "view=MINIMAL": 0} {
+	meta := a.srv.Metadata.(*metadatafake.FakeMetadataClient)
+	for q, want := range map[string][]string{
+		"view=BASIC": {"typed list configmaps", "typed list configmaps", "typed list jobs", "typed list pods"},
+		"view=BASIC&name_prefix=t-": {"metadata list configmaps", "metadata list configmaps",
+			"typed list configmaps", "typed list jobs", "typed list pods"},
+		"view=MINIMAL": {"metadata list configmaps", "metadata list configmaps", "typed list jobs", "typed list pods"},
+	} {
 		a.client.ClearActions()
+		meta.ClearActions()
 		code, body := a.do(http.MethodGet, "/tasks?"+q, "")
 		tasks, _ := body["tasks"].([]any)
 		if code != http.StatusOK || len(tasks) != 3 {
@@ -335,14 +346,15 @@ func TestBasicPageReadsItsAnchorsOnce(t *testing.T) {
 		if q != "view=MINIMAL" && tasks[0].(map[string]any)["name"] == nil {
 			t.Errorf("%s: no name in %v", q, tasks[0])
 		}
-		lists := 0
-		for _, act := range a.client.Actions() {
-			if act.GetVerb() == "list" && act.GetResource().Resource == "configmaps" {
-				lists++
+		var got []string
+		for client, acts := range map[string][]k8stesting.Action{"typed": a.client.Actions(), "metadata": meta.Actions()} {
+			for _, act := range acts {
+				got = append(got, client+" "+act.GetVerb()+" "+act.GetResource().Resource)
 			}
 		}
-		if lists != want {
-			t.Errorf("%s: %d LISTs of whole ConfigMaps, want %d", q, lists, want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: requests to the API server\n %q\nwant\n %q", q, got, want)
 		}
 	}
 }
