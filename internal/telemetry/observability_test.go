@@ -56,7 +56,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	k8smetrics.RequestResult.Increment(ctx, "200", "get", "h")
 	k8smetrics.RequestLatency.Observe(ctx, "get", url.URL{}, time.Millisecond)
 
-	body := scrape(addr)
+	body := scrape(t, addr)
 	metrics, labels = map[string]bool{}, map[string]bool{}
 	label := regexp.MustCompile(`[{,]([a-zA-Z_][a-zA-Z0-9_]*)="`)
 	sc := bufio.NewScanner(strings.NewReader(string(body)))

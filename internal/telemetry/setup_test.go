@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"net"
 	"net/http"
@@ -52,45 +53,75 @@ func TestPrometheus(t *testing.T) {
 	}
 	ctx, st := s.StartStep(context.Background(), nil, nil, "sweep")
 	st.End(ctx, 200, false, nil)
-	body := scrape(addr)
+	body := scrape(t, addr)
 	if !strings.Contains(string(body), `tesk_events_total{cloudevents_event_type="other"`) {
 		t.Fatalf("no tesk_events_total at /metrics:\n%s", body)
 	}
 }
 
 // prometheusProvider sets up the telemetry with metrics-protocol prometheus
-// on a free loopback port, shut down at the test's end.
+// on a free loopback port, shut down at the test's end. The exporter's
+// server binds the port itself, after it was found free, so another
+// process may take it first: then the setup is made again on another port,
+// until the server at the port serves this setup's metrics (its resource's
+// namespace, drawn for each setup, in target_info).
 func prometheusProvider(t *testing.T) (*telemetry.Providers, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 5 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		cfg, err := telemetry.ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := "ns-" + strings.ToLower(rand.Text())
+		p, err := telemetry.Setup(context.Background(), cfg, "test", ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if servesOwn(addr, ns) {
+			t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+			return p, addr
+		}
+		_ = p.Shutdown(context.Background())
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	cfg, err := telemetry.ParseConfig(`{"metrics-protocol":"prometheus","metrics-endpoint":"` + addr + `"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := telemetry.Setup(context.Background(), cfg, "test", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	return p, addr
+	t.Fatal("no setup's exporter served on the port picked for it")
+	return nil, ""
 }
 
-// scrape reads the Prometheus exposition at addr's /metrics, once the
-// exporter's server answers (nothing if it never does).
-func scrape(addr string) []byte {
-	for i := 0; i < 50; i++ {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return body
+// servesOwn reports whether the server at addr serves the metrics of the
+// setup of namespace ns: it waits for a server to answer at addr, and
+// reports false if one answers without them (another process's), or if
+// none answers within 10 seconds (the exporter's server could not bind).
+func servesOwn(addr, ns string) bool {
+	c := &http.Client{Timeout: 2 * time.Second}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		resp, err := c.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return err == nil && resp.StatusCode == http.StatusOK && strings.Contains(string(body), `k8s_namespace_name="`+ns+`"`)
 	}
-	return nil
+	return false
+}
+
+// scrape reads the Prometheus exposition at addr's /metrics.
+func scrape(t *testing.T, addr string) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return body
 }
