@@ -100,11 +100,13 @@ func RenderFiles(vals map[string]any) (map[string]string, error) {
 }
 
 // Lint lints the chart with vals, as helm lint --strict does; it returns
-// every error and warning.
+// every error and warning. vals is left as it is.
 func Lint(vals map[string]any) []string {
 	l := action.NewLint()
 	l.Strict = true
-	res := l.Run([]string{ChartDir()}, vals)
+	// The lint merges values.yaml into the values it is given: a copy, so
+	// that the caller's stay as they are.
+	res := l.Run([]string{ChartDir()}, clone(vals).(map[string]any))
 	var out []string
 	for _, e := range res.Errors {
 		out = append(out, e.Error())
@@ -201,4 +203,23 @@ func Uninstall(kubeconfig, namespace, name string) error {
 	un.WaitStrategy = kube.HookOnlyStrategy
 	_, err = un.Run(name)
 	return err
+}
+
+// clone is a deep copy of a value of values.
+func clone(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = clone(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = clone(e)
+		}
+		return out
+	}
+	return v
 }

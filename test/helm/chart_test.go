@@ -1,8 +1,11 @@
 package helm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,8 +29,10 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// Every value of values.yaml is set to something other than its default and
-// shows in the rendering.
+// Every value of values.yaml is set by a case to something other than its
+// default, and a want of the case shows it: the want is in the rendering,
+// and not in the rendering with the value at its default or as another case
+// sets it.
 func TestTemplateValues(t *testing.T) {
 	cases := []struct {
 		name string
@@ -45,18 +50,18 @@ func TestTemplateValues(t *testing.T) {
 		{"auth", map[string]any{"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": "https://i.example/", "audience": "aud", "groupsClaim": "g", "adminGroup": "admins"}}},
 			[]string{`TES_AUTH: "oidc"`, `OIDC_ISSUER: "https://i.example/"`, `OIDC_AUDIENCE: "aud"`, `OIDC_GROUPS_CLAIM: "g"`, `OIDC_ADMIN_GROUP: "admins"`}},
 		{"basic", map[string]any{"auth": map[string]any{"mode": "oidc,basic", "oidc": map[string]any{"issuer": "https://i.example/", "opaqueTokens": "off"}, "basic": map[string]any{"usersSecret": "tes-users", "admins": "root,ops"}}},
-			[]string{`TES_AUTH: "oidc,basic"`, `OIDC_OPAQUE_TOKENS: "off"`, `TES_BASIC_AUTH_FILE: "/etc/tesk/basic-auth/users"`, `TES_BASIC_AUTH_ADMINS: "root,ops"`, "secretName: tes-users", "mountPath: /etc/tesk/basic-auth"}},
+			[]string{`TES_AUTH: "oidc,basic"`, `OIDC_ISSUER: "https://i.example/"`, `OIDC_OPAQUE_TOKENS: "off"`, `TES_BASIC_AUTH_FILE: "/etc/tesk/basic-auth/users"`, `TES_BASIC_AUTH_ADMINS: "root,ops"`, "secretName: tes-users", "mountPath: /etc/tesk/basic-auth"}},
 		{"tasks", map[string]any{"auth": map[string]any{"mode": "none"}, "tasks": map[string]any{"executorRetries": 5, "filerRetries": 1, "podTimeoutSeconds": 60, "maxQueueSeconds": 3600, "ttlSeconds": 86400}},
 			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`}},
-		{"who creates", map[string]any{"auth": map[string]any{"mode": "oidc,basic", "sharedOwners": true, "oidc": map[string]any{"issuer": "https://i.example/", "allowedGroups": "lab-a,lab-b", "allowedSubjects": "bob"}, "basic": map[string]any{"usersSecret": "tes-users"}}},
-			[]string{`OIDC_ALLOWED_GROUPS: "lab-a,lab-b"`, `OIDC_ALLOWED_SUBJECTS: "bob"`, `TES_AUTH_SHARED_OWNERS: "true"`}},
+		{"who creates", map[string]any{"auth": map[string]any{"mode": "oidc,basic", "sharedOwners": true, "oidc": map[string]any{"issuer": "https://login.example.org/", "allowedGroups": "lab-a,lab-b", "allowedSubjects": "bob"}, "basic": map[string]any{"usersSecret": "tes-users"}}},
+			[]string{`TES_AUTH: "oidc,basic"`, `OIDC_ISSUER: "https://login.example.org/"`, "secretName: tes-users", `OIDC_ALLOWED_GROUPS: "lab-a,lab-b"`, `OIDC_ALLOWED_SUBJECTS: "bob"`, `TES_AUTH_SHARED_OWNERS: "true"`}},
 		{"private ranges", map[string]any{"auth": none, "tasks": map[string]any{"allowedPrivateCIDRs": []any{"10.20.30.40/32", "fd00::/8"}}},
 			[]string{`FILER_ALLOWED_CIDRS: "10.20.30.40/32,fd00::/8"`, "- ::1/128\n        - ipBlock:\n            cidr: 10.20.30.40/32\n        - ipBlock:\n            cidr: fd00::/8\n"}},
 		{"shares", map[string]any{"auth": none, "tasks": map[string]any{"share": map[string]any{"tasks": 3, "cpu": 7.5}}},
 			[]string{`QUOTA_TASKS_PER_USER: "3"`, `QUOTA_CPU_PER_USER: "7.5"`}},
 		{"task limits", map[string]any{"auth": none, "tasks": map[string]any{"limits": map[string]any{"executors": 3, "inputs": 0, "outputs": 7, "cpuCores": 16, "ramGB": 64.5, "diskGB": float64(100000), "createsPerMinute": 30}}},
 			[]string{`TES_CREATE_RATE_PER_USER: "30"`, `TES_MAX_EXECUTORS: "3"`, `TES_MAX_INPUTS: "0"`, `TES_MAX_OUTPUTS: "7"`, `TES_MAX_CPU_CORES: "16"`, `TES_MAX_RAM_GB: "64.5"`, `TES_MAX_DISK_GB: "100000"`}},
-		{"quota and limit range", map[string]any{"auth": none, "namespaces": map[string]any{"platform": "p1", "tasks": "t1"}, "tasks": map[string]any{
+		{"quota and limit range", map[string]any{"auth": none, "namespaces": map[string]any{"tasks": "t1"}, "tasks": map[string]any{
 			"resourceQuota": map[string]any{"requests.cpu": "64", "persistentvolumeclaims": "500"},
 			"limitRange":    []any{map[string]any{"type": "Container", "defaultRequest": map[string]any{"cpu": "100m"}}}}},
 			[]string{"kind: ResourceQuota\nmetadata:\n  name: tesk-tasks\n  namespace: t1", "hard:\n    persistentvolumeclaims: \"500\"\n    requests.cpu: \"64\"",
@@ -71,10 +76,10 @@ func TestTemplateValues(t *testing.T) {
 			[]string{`STORAGE_CLASS_NAME: "fast-ssd"`, `DEFAULT_DISK_GB: "2.5"`}},
 		// Numbers read from a values file are floats: large whole numbers
 		// keep their digits, as the handler parses whole numbers only.
-		{"large numbers", map[string]any{"auth": none, "tasks": map[string]any{"ttlSeconds": float64(2592000), "maxQueueSeconds": float64(1e7), "defaultDiskGB": float64(1048576)},
+		{"large numbers", map[string]any{"auth": none, "tasks": map[string]any{"ttlSeconds": float64(5184000), "maxQueueSeconds": float64(1e7), "defaultDiskGB": float64(1048576)},
 			"handler": map[string]any{"maxScale": float64(1000000), "containerConcurrency": float64(1000)},
 			"broker":  map[string]any{"delivery": map[string]any{"steps": map[string]any{"retry": float64(10000000)}}}},
-			[]string{`TASK_TTL_SECONDS: "2592000"`, `TESK_MAX_QUEUE_SECONDS: "10000000"`, `DEFAULT_DISK_GB: "1048576"`, `autoscaling.knative.dev/max-scale: "1000000"`,
+			[]string{`TASK_TTL_SECONDS: "5184000"`, `TESK_MAX_QUEUE_SECONDS: "10000000"`, `DEFAULT_DISK_GB: "1048576"`, `autoscaling.knative.dev/max-scale: "1000000"`,
 				"containerConcurrency: 1000\n", "retry: 10000000\n"}},
 		{"tasks' pod security", map[string]any{"auth": none, "namespaces": map[string]any{"tasksPodSecurity": "restricted"},
 			"executors": map[string]any{"securityContext": map[string]any{"runAsNonRoot": true, "runAsUser": 1000}}},
@@ -86,6 +91,10 @@ func TestTemplateValues(t *testing.T) {
 			[]string{"name: aws-secret\n  namespace: tesk-tasks", `credentials: "[default]\naws_access_key_id = K\n"`, `config: "[default]\nregion = eu-west-1\n"`,
 				"name: tesk-filer-ftp\n  namespace: tesk-tasks", `username: "u"`, `password: "p"`, `TESK_FTP_SECRET_NAME: "tesk-filer-ftp"`, `TESK_FTP_HOSTS: "ftp.example.org"`,
 				"name: tesk-filer-netrc\n  namespace: tesk-tasks", `.netrc: "machine example.org login u password p\n"`, `NETRC_SECRET_NAME: "tesk-filer-netrc"`}},
+		{"filer secrets created, S3 credentials alone", map[string]any{"auth": none, "filer": map[string]any{
+			"s3":  map[string]any{"credentials": "[default]\naws_access_key_id = K2\n"},
+			"ftp": map[string]any{"username": "u2", "password": "p2"}}},
+			[]string{"name: aws-secret\n  namespace: tesk-tasks", `credentials: "[default]\naws_access_key_id = K2\n"`, `username: "u2"`, `password: "p2"`}},
 		{"filer secrets named", map[string]any{"auth": none, "filer": map[string]any{
 			"s3": map[string]any{"existingSecret": "my-s3"}, "ftp": map[string]any{"existingSecret": "my-ftp"}, "netrc": map[string]any{"existingSecret": "my-netrc"}}},
 			[]string{`AWS_SECRET_NAME: "my-s3"`, `TESK_FTP_SECRET_NAME: "my-ftp"`, `NETRC_SECRET_NAME: "my-netrc"`}},
@@ -101,10 +110,10 @@ func TestTemplateValues(t *testing.T) {
 				"retry: 1\n    backoffPolicy: linear\n    backoffDelay: PT3S", "deadLetterSink:\n      uri: http://dead.example.org/"}},
 		{"domain mapping", map[string]any{"auth": none, "expose": map[string]any{"via": "domainMapping", "host": "tes.example.org", "tlsSecret": "tes-tls"}},
 			[]string{"kind: DomainMapping\nmetadata:\n  name: tes.example.org\n  namespace: tesk", "    kind: Service\n    name: tesk-tes\n    namespace: tesk", "tls:\n    secretName: tes-tls"}},
-		{"ingress", map[string]any{"auth": none, "expose": map[string]any{"via": "ingress", "host": "tes.example.org", "tlsSecret": "tes-tls",
+		{"ingress", map[string]any{"auth": none, "expose": map[string]any{"via": "ingress", "host": "ingress.example.org", "tlsSecret": "tes-tls",
 			"ingress": map[string]any{"className": "nginx", "annotations": map[string]any{"nginx.ingress.kubernetes.io/upstream-vhost": "tesk-tes.tesk.svc.cluster.local"}}}},
 			[]string{"kind: Ingress", "ingressClassName: nginx", "nginx.ingress.kubernetes.io/upstream-vhost: tesk-tes.tesk.svc.cluster.local",
-				"- hosts: [tes.example.org]\n      secretName: tes-tls", "- host: tes.example.org", "name: tesk-tes\n                port:\n                  number: 80"}},
+				"- hosts: [ingress.example.org]\n      secretName: tes-tls", "- host: ingress.example.org", "name: tesk-tes\n                port:\n                  number: 80"}},
 		{"services", map[string]any{"auth": none,
 			"handler": map[string]any{"minScale": 1, "maxScale": 10, "containerConcurrency": 20, "resources": map[string]any{
 				"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"memory": "2Gi"}}},
@@ -115,15 +124,34 @@ func TestTemplateValues(t *testing.T) {
 				`autoscaling.knative.dev/min-scale: "2"`, `autoscaling.knative.dev/max-scale: "8"`, "containerConcurrency: 30",
 				"requests:\n              cpu: 200m\n              memory: 96Mi", "limits:\n              memory: 768Mi"}},
 		{"otlp", map[string]any{"auth": none, "observability": map[string]any{"otlp": map[string]any{
-			"endpoint": "http://otel.observability:4318/", "protocol": "http/protobuf", "tracingSamplingRate": 0.25, "metricsExportInterval": "15s"}}},
+			"endpoint": "http://otel.observability:4318/", "tracingSamplingRate": 0.25, "metricsExportInterval": "15s"}}},
 			[]string{`K_OBSERVABILITY_CONFIG: "{\"metrics-endpoint\":\"http://otel.observability:4318/v1/metrics\",\"metrics-export-interval\":\"15s\",\"metrics-protocol\":\"http/protobuf\",\"tracing-endpoint\":\"http://otel.observability:4318/v1/traces\",\"tracing-protocol\":\"http/protobuf\",\"tracing-sampling-rate\":\"0.25\"}"`}},
 		{"otlp traces beside the PodMonitor's metrics", map[string]any{"auth": none, "metrics": map[string]any{"podMonitor": map[string]any{"enabled": true}},
 			"observability": map[string]any{"otlp": map[string]any{"endpoint": "http://otel.observability:4317", "protocol": "grpc"}}},
 			[]string{`K_OBSERVABILITY_CONFIG: "{\"metrics-protocol\":\"prometheus\",\"tracing-endpoint\":\"http://otel.observability:4317\",\"tracing-protocol\":\"grpc\",\"tracing-sampling-rate\":\"1\"}"`}},
 		{"incomplete auth", map[string]any{"auth": map[string]any{"mode": "oidc", "allowIncomplete": true, "basic": map[string]any{"usersSecret": "later"}}},
 			[]string{`TES_AUTH: "oidc"`, `OIDC_ISSUER: ""`, `TES_BASIC_AUTH_FILE: ""`, "secretName: later\n            optional: true", "mountPath: /etc/tesk/basic-auth"}},
+		{"incomplete auth mounts the users of any mode", map[string]any{"auth": map[string]any{"mode": "none", "allowIncomplete": true, "basic": map[string]any{"usersSecret": "later"}}},
+			[]string{`TES_AUTH: "none"`, "secretName: later\n            optional: true", "mountPath: /etc/tesk/basic-auth"}},
 	}
-	covered := map[string]bool{}
+	defaults := map[string]any{}
+	if err := yamlUnmarshalFile(filepath.Join(ChartDir(), "values.yaml"), &defaults); err != nil {
+		t.Fatal(err)
+	}
+	// given are the settings each value of values.yaml has in the cases.
+	given := map[string][]any{}
+	for _, c := range cases {
+		for _, s := range settings(c.vals, defaults, nil) {
+			k := strings.Join(s.path, ".")
+			given[k] = append(given[k], s.val)
+		}
+	}
+	// A value a case sets is asserted when a want of the case is in its
+	// rendering and not in the rendering with the value at its default, nor
+	// with the value as another case sets it (each of these that the chart
+	// renders). A value the chart renders no other way (auth.mode none
+	// beside no issuer) is one the case needs; another case asserts it.
+	asserted := map[string]bool{}
 	for _, c := range cases {
 		out, err := Render(c.vals)
 		if err != nil {
@@ -134,29 +162,89 @@ func TestTemplateValues(t *testing.T) {
 				t.Errorf("%s: rendering lacks %q", c.name, w)
 			}
 		}
-		leaves("", c.vals, covered)
-	}
-	defaults := map[string]any{}
-	if err := yamlUnmarshalFile(filepath.Join(ChartDir(), "values.yaml"), &defaults); err != nil {
-		t.Fatal(err)
+		for _, s := range settings(c.vals, defaults, nil) {
+			k := strings.Join(s.path, ".")
+			variants := []any{unset}
+			for _, v := range given[k] {
+				if !reflect.DeepEqual(v, s.val) && !slices.ContainsFunc(variants, func(o any) bool { return reflect.DeepEqual(o, v) }) {
+					variants = append(variants, v)
+				}
+			}
+			told, rendered := true, false
+			for _, v := range variants {
+				o, err := Render(with(c.vals, s.path, v))
+				if err != nil {
+					continue
+				}
+				rendered = true
+				if !slices.ContainsFunc(c.want, func(w string) bool { return !strings.Contains(o, w) }) {
+					told = false
+					what := fmt.Sprintf("%v", v)
+					if v == unset {
+						what = "its default"
+					}
+					t.Errorf("%s: every want is in the rendering with %s at %s as with %v", c.name, k, what, s.val)
+				}
+			}
+			if rendered && told {
+				asserted[k] = true
+			}
+		}
 	}
 	all := map[string]bool{}
 	leaves("", defaults, all)
 	for k := range all {
-		if !covered[k] && !coveredBelow(covered, k) {
-			t.Errorf("value %s of values.yaml has no template test", k)
+		if !asserted[k] {
+			t.Errorf("value %s of values.yaml has no template test: no case sets it with a want that tells it from its default", k)
 		}
 	}
 }
 
-// coveredBelow reports whether a test sets a key of the map value k.
-func coveredBelow(covered map[string]bool, k string) bool {
-	for c := range covered {
-		if strings.HasPrefix(c, k+".") {
-			return true
+// setting is a value of values.yaml a case sets: its path and the case's
+// value.
+type setting struct {
+	path []string
+	val  any
+}
+
+// unsetValue is the type of unset.
+type unsetValue struct{}
+
+// unset stands for a value left at its default.
+var unset any = unsetValue{}
+
+// settings are the values of values.yaml that vals sets: a key whose
+// default is a map with keys is a group of values, any other key a value
+// (a map that is empty by default, as a set of labels, is one value).
+func settings(vals, defaults map[string]any, prefix []string) []setting {
+	var out []setting
+	for k, v := range vals {
+		path := append(slices.Clone(prefix), k)
+		sub, isMap := v.(map[string]any)
+		def, _ := defaults[k].(map[string]any)
+		if isMap && len(def) > 0 {
+			out = append(out, settings(sub, def, path)...)
+			continue
 		}
+		out = append(out, setting{path, v})
 	}
-	return false
+	return out
+}
+
+// with is a copy of vals with the value at path set to v, or removed when
+// v is unset.
+func with(vals map[string]any, path []string, v any) map[string]any {
+	out := clone(vals).(map[string]any)
+	m := out
+	for _, k := range path[:len(path)-1] {
+		m = m[k].(map[string]any)
+	}
+	if v == unset {
+		delete(m, path[len(path)-1])
+	} else {
+		m[path[len(path)-1]] = clone(v)
+	}
+	return out
 }
 
 // leaves are the values of m, by path; a map that is empty by default (a
