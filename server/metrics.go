@@ -17,6 +17,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
 // The handler's instruments. No attribute names a task: each has a few
@@ -30,6 +31,9 @@ const (
 	MetricTasks        = "tesk.tasks"
 	MetricTasksQueued  = "tesk.tasks.queued"
 	MetricTasksStepAge = "tesk.tasks.step.age"
+	// MetricUserTasks is each named owner's tasks, active or waiting for
+	// its share (METRICS_USERS names the owners).
+	MetricUserTasks = "tesk.user.tasks"
 )
 
 // SweepFresh is how long a replica reports the counts of the sweep it took
@@ -43,6 +47,11 @@ const (
 	AttrOutcome    = "tesk.outcome"
 	AttrActionKind = "tesk.action.kind"
 	AttrState      = "tesk.task.state"
+	// AttrUser is an owner's creator-user-id, or steps.OtherUsers; on
+	// MetricUserTasks only, whose owners are bounded by METRICS_USERS.
+	AttrUser = "tesk.user"
+	// AttrUserTasks is which of an owner's tasks: active or waiting.
+	AttrUserTasks = "tesk.user.tasks.kind"
 	// AttrTask is on spans only, never on a metric.
 	AttrTask = "tesk.task"
 )
@@ -99,6 +108,7 @@ type Telemetry struct {
 	ended    metric.Int64Counter
 
 	swept atomic.Pointer[sweptCounts]
+	users atomic.Pointer[sweptUsers]
 	// now is the clock of the gauges (time.Now).
 	now func() time.Time
 }
@@ -109,6 +119,12 @@ type sweptCounts struct {
 	states map[string]int
 	queued int
 	oldest map[string]time.Time
+}
+
+// sweptUsers are a sweep's counts of the owners it names.
+type sweptUsers struct {
+	at    time.Time
+	users map[string]steps.UserCounts
 }
 
 // NewTelemetry makes the handler's instruments with mp and its spans with tp;
@@ -166,7 +182,38 @@ func NewTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*Telemetry,
 	}, tasks, queued, age); err != nil {
 		return nil, err
 	}
+	users, err := m.Int64ObservableGauge(MetricUserTasks, metric.WithUnit("{task}"),
+		metric.WithDescription("Each named owner's tasks not ended (active) and of them those waiting for the owner's share, as the last sweep found them; owners past METRICS_USERS summed as other"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		c := s.users.Load()
+		if c == nil || s.now().Sub(c.at) > SweepFresh {
+			return nil
+		}
+		for user, n := range c.users {
+			o.ObserveInt64(users, int64(n.Active), metric.WithAttributes(attribute.String(AttrUser, user), attribute.String(AttrUserTasks, "active")))
+			o.ObserveInt64(users, int64(n.Waiting), metric.WithAttributes(attribute.String(AttrUser, user), attribute.String(AttrUserTasks, "waiting")))
+		}
+		return nil
+	}, users); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// SweptUsers records the owners a sweep counted (steps.TaskCounts.TopUsers):
+// the gauge reports them for SweepFresh.
+func (s *Telemetry) SweptUsers(users map[string]steps.UserCounts) {
+	if users == nil {
+		return
+	}
+	c := &sweptUsers{at: s.now(), users: make(map[string]steps.UserCounts, len(users))}
+	for k, v := range users {
+		c.users[k] = v
+	}
+	s.users.Store(c)
 }
 
 // SweptTasks records what a sweep found: the namespace's tasks by state, how

@@ -10,6 +10,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
 // The gauges report the last sweep's counts, the step ages as of each
@@ -70,5 +72,18 @@ func TestSweptTasksGauges(t *testing.T) {
 	s.SweptTasks(map[string]int{"QUEUED": 0}, 0, nil)
 	if got := gauges(); len(got) != 2 || got[MetricTasksQueued+"{}"] != 0 {
 		t.Fatalf("after the next sweep: %v", got)
+	}
+	// The owners a sweep names: each one's active and waiting tasks.
+	s.SweptUsers(map[string]steps.UserCounts{"alice": {Active: 3, Waiting: 2}, steps.OtherUsers: {Active: 1}})
+	got := gauges()
+	for k, v := range map[string]float64{
+		MetricUserTasks + "{tesk.user=alice,tesk.user.tasks.kind=active}":  3,
+		MetricUserTasks + "{tesk.user=alice,tesk.user.tasks.kind=waiting}": 2,
+		MetricUserTasks + "{tesk.user=other,tesk.user.tasks.kind=active}":  1,
+		MetricUserTasks + "{tesk.user=other,tesk.user.tasks.kind=waiting}": 0,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (%v), want %v", k, g, ok, v)
+		}
 	}
 }

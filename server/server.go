@@ -168,6 +168,7 @@ func (s *Server) event(c echo.Context) error {
 		taken = r.Stepped
 		if r.Counts != nil {
 			s.telemetry().SweptTasks(r.Counts.States, r.Counts.Queued(), r.Counts.Oldest)
+			s.telemetry().SweptUsers(r.Counts.TopUsers(s.Runner.Config.MetricsUsers))
 		}
 	}
 	for _, r := range taken {

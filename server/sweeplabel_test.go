@@ -43,8 +43,9 @@ func TestSweepLabelsTasksEndedWithoutTheStateLabel(t *testing.T) {
 		anchor("task-unlabelled", final(tesv1.StateComplete), nil),
 		anchor("task-labelled", final(tesv1.StateExecutorError), map[string]string{taskmeta.LabelState: tesv1.StateExecutorError}),
 		anchor("task-newer-format", map[string]string{taskmeta.AnnotationState: tesv1.StateComplete, taskmeta.AnnotationFormat: "99"}, nil),
-		anchor("task-not-ended", nil, nil), // its task.submitted decides
+		anchor("task-not-ended", nil, nil), // written a moment ago: its task.submitted decides
 	}
+	objs[3].(*corev1.ConfigMap).CreationTimestamp = metav1.Now()
 	s := newTestServer()
 	client := fake.NewSimpleClientset(objs...)
 	s.Runner.Client = client

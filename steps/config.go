@@ -52,7 +52,10 @@ type Config struct {
 	FilerAllowedCIDRs string
 	// Quota is each owner's share of the cluster: the most active tasks
 	// and CPU cores its tasks hold at once (zero: no limit).
-	Quota            Quota
+	Quota Quota
+	// MetricsUsers is how many owners the sweep's gauges name, those with
+	// the most active tasks, the rest summed as OtherUsers (0: none).
+	MetricsUsers     int
 	StorageClassName string
 	DefaultDiskGB    float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
 	MaxQueue         time.Duration // 0: pods may wait to be scheduled forever

@@ -255,11 +255,11 @@ func TestLoadEnv(t *testing.T) {
 			},
 		},
 		{
-			name: "QUOTA_TASKS_PER_USER and QUOTA_CPU_PER_USER",
-			env:  map[string]string{"QUOTA_TASKS_PER_USER": "3", "QUOTA_CPU_PER_USER": " 7.5 "},
+			name: "QUOTA_TASKS_PER_USER, QUOTA_CPU_PER_USER and METRICS_USERS",
+			env:  map[string]string{"QUOTA_TASKS_PER_USER": "3", "QUOTA_CPU_PER_USER": " 7.5 ", "METRICS_USERS": "20"},
 			check: func(t *testing.T, c Config) {
-				if c.Quota != (Quota{Tasks: 3, CPU: 7.5}) {
-					t.Errorf("Quota %+v", c.Quota)
+				if c.Quota != (Quota{Tasks: 3, CPU: 7.5}) || c.MetricsUsers != 20 {
+					t.Errorf("Quota %+v, MetricsUsers %d", c.Quota, c.MetricsUsers)
 				}
 			},
 		},

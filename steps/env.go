@@ -126,6 +126,9 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	if n, ok := intIn("QUOTA_TASKS_PER_USER", 0); ok {
 		cfg.Quota.Tasks = int(n)
 	}
+	if n, ok := intIn("METRICS_USERS", 0); ok {
+		cfg.MetricsUsers = int(n)
+	}
 	if v := get("QUOTA_CPU_PER_USER"); v != "" {
 		if n, err := strconv.ParseFloat(v, 64); err != nil || !(n >= 0 && n <= 1e6) {
 			bad("error", "QUOTA_CPU_PER_USER", "%q is not a number of CPU cores from 0 to 1000000; no limit of cores", v)

@@ -8,8 +8,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 func TestQuotaRoom(t *testing.T) {
@@ -146,5 +149,38 @@ func TestFairOrder(t *testing.T) {
 	}
 	if len(got) != 20 {
 		t.Errorf("%d started, want 20", len(got))
+	}
+}
+
+// TestTopUsers: the owners with the most active tasks are named, the rest
+// summed as OtherUsers; none without a bound.
+func TestTopUsers(t *testing.T) {
+	c := &TaskCounts{Users: map[string]UserCounts{
+		"a": {Active: 5, Waiting: 3}, "b": {Active: 2}, "c": {Active: 2, Waiting: 1}, "d": {Active: 1, Waiting: 1},
+	}}
+	got := c.TopUsers(2)
+	want := map[string]UserCounts{"a": {Active: 5, Waiting: 3}, "c": {Active: 2, Waiting: 1}, OtherUsers: {Active: 3, Waiting: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("top 2: %v, want %v", got, want)
+	}
+	if got := c.TopUsers(0); got != nil {
+		t.Errorf("no bound: %v", got)
+	}
+	// Counted from the anchors: ended tasks and tasks without an owner are
+	// not; a waiting task is active and waiting.
+	c = &TaskCounts{Users: map[string]UserCounts{}}
+	owned := func(owner string, waiting bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Labels: map[string]string{taskmeta.LabelCreator: owner}, Annotations: map[string]string{}}
+		if waiting {
+			m.Labels[taskmeta.LabelWaiting] = "true"
+		}
+		return m
+	}
+	c.addUser(owned("a", false), tesv1.StateRunning)
+	c.addUser(owned("a", true), tesv1.StateQueued)
+	c.addUser(owned("a", false), tesv1.StateComplete)
+	c.addUser(owned("", false), tesv1.StateRunning)
+	if fmt.Sprint(c.Users) != fmt.Sprint(map[string]UserCounts{"a": {Active: 2, Waiting: 1}}) {
+		t.Errorf("counted %v", c.Users)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,68 @@ type SweepResult struct {
 type TaskCounts struct {
 	States map[string]int       `json:"states"`
 	Oldest map[string]time.Time `json:"oldest_step"`
+	// Users are each owner's active and waiting tasks, kept only where
+	// Config.MetricsUsers names users (nil otherwise).
+	Users map[string]UserCounts `json:"users,omitempty"`
+}
+
+// UserCounts are an owner's tasks that have not ended, and of them those
+// that wait for the owner's share.
+type UserCounts struct {
+	Active  int `json:"active"`
+	Waiting int `json:"waiting"`
+}
+
+// OtherUsers names, in TopUsers, the owners past the most named.
+const OtherUsers = "other"
+
+// TopUsers are the n owners with the most active tasks (their names), the
+// others summed as OtherUsers: what a gauge may name without an attribute
+// of unbounded values.
+func (c *TaskCounts) TopUsers(n int) map[string]UserCounts {
+	if n <= 0 || c.Users == nil {
+		return nil
+	}
+	names := make([]string, 0, len(c.Users))
+	for u := range c.Users {
+		names = append(names, u)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := c.Users[names[i]], c.Users[names[j]]
+		if a.Active != b.Active {
+			return a.Active > b.Active
+		}
+		if a.Waiting != b.Waiting {
+			return a.Waiting > b.Waiting
+		}
+		return names[i] < names[j]
+	})
+	out := map[string]UserCounts{}
+	for i, u := range names {
+		if i < n {
+			out[u] = c.Users[u]
+			continue
+		}
+		o := out[OtherUsers]
+		o.Active += c.Users[u].Active
+		o.Waiting += c.Users[u].Waiting
+		out[OtherUsers] = o
+	}
+	return out
+}
+
+// addUser counts an owner's task that has not ended.
+func (c *TaskCounts) addUser(meta metav1.ObjectMeta, state string) {
+	owner := meta.Labels[taskmeta.LabelCreator]
+	if c.Users == nil || owner == "" || tesv1.IsFinal(state) {
+		return
+	}
+	u := c.Users[owner]
+	u.Active++
+	if meta.Labels[taskmeta.LabelWaiting] == "true" && meta.Annotations[taskmeta.AnnotationProgress] == "" {
+		u.Waiting++
+	}
+	c.Users[owner] = u
 }
 
 // ServiceStates are the TES states a task of this service takes.
@@ -158,6 +221,9 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	var due, unstarted []string
 	var unlabelled []metav1.ObjectMeta
 	counts := NewTaskCounts()
+	if r.Config.MetricsUsers > 0 {
+		counts.Users = map[string]UserCounts{}
+	}
 	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
 		list, err := md.Resource(configMapsResource).Namespace(ns).List(ctx, o)
@@ -270,6 +336,7 @@ func sweepPage(anchors []metav1.ObjectMeta, jobsOf map[string][]sweptJob, podsOf
 		}
 		t := sweepTask(meta, jobsOf[meta.Name], podsOf[meta.Name], cfg, now, event)
 		counts.add(t.state, t.step)
+		counts.addUser(meta, t.state)
 		switch {
 		case t.unstarted:
 			unstarted = append(unstarted, meta.Name)

@@ -57,6 +57,7 @@ func TestTemplateValues(t *testing.T) {
 			[]string{`TES_AUTH: "oidc,basic"`, `OIDC_ISSUER: "https://login.example.org/"`, "secretName: tes-users", `OIDC_ALLOWED_GROUPS: "lab-a,lab-b"`, `OIDC_ALLOWED_SUBJECTS: "bob"`, `TES_AUTH_SHARED_OWNERS: "true"`}},
 		{"private ranges", map[string]any{"auth": none, "tasks": map[string]any{"allowedPrivateCIDRs": []any{"10.20.30.40/32", "fd00::/8"}}},
 			[]string{`FILER_ALLOWED_CIDRS: "10.20.30.40/32,fd00::/8"`, "- ::1/128\n        - ipBlock:\n            cidr: 10.20.30.40/32\n        - ipBlock:\n            cidr: fd00::/8\n"}},
+		{"users named by the metrics", map[string]any{"auth": none, "metrics": map[string]any{"users": 25}}, []string{`METRICS_USERS: "25"`}},
 		{"shares", map[string]any{"auth": none, "tasks": map[string]any{"share": map[string]any{"tasks": 3, "cpu": 7.5}}},
 			[]string{`QUOTA_TASKS_PER_USER: "3"`, `QUOTA_CPU_PER_USER: "7.5"`}},
 		{"task limits", map[string]any{"auth": none, "tasks": map[string]any{"limits": map[string]any{"executors": 3, "inputs": 0, "outputs": 7, "cpuCores": 16, "ramGB": 64.5, "diskGB": float64(100000), "createsPerMinute": 30}}},
