@@ -249,6 +249,16 @@ func applyConfigRBAC(t *testing.T, c *cluster.Cluster, ns string, change func(ma
 // and body.
 func (e *env) post(typ string, data any) (int, string) {
 	e.t.Helper()
+	code, body := e.postTo(e.url, typ, data)
+	if code == 0 {
+		e.t.Fatalf("post %s: %s", typ, body)
+	}
+	return code, body
+}
+
+// postTo sends a binary-mode CloudEvent to a handler; a request that got no
+// answer is status 0 with the error.
+func (e *env) postTo(url, typ string, data any) (int, string) {
 	var body []byte
 	switch d := data.(type) {
 	case []byte:
@@ -258,10 +268,10 @@ func (e *env) post(typ string, data any) (int, string) {
 	default:
 		var err error
 		if body, err = json.Marshal(d); err != nil {
-			e.t.Fatal(err)
+			return 0, err.Error()
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPost, e.url+"/", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewReader(body))
 	req.Header.Set("Ce-Specversion", "1.0")
 	req.Header.Set("Ce-Id", fmt.Sprintf("test-%d-%d", time.Now().UnixNano(), e.posted.Add(1)))
 	req.Header.Set("Ce-Source", "e2e-test")
@@ -269,7 +279,7 @@ func (e *env) post(typ string, data any) (int, string) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatalf("post %s: %v", typ, err)
+		return 0, err.Error()
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

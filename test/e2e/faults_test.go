@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
@@ -110,6 +111,13 @@ func (e *env) denyHandler(operations ...admissionv1.OperationType) {
 // handlerClient is a client with the handler's ServiceAccount token.
 func (e *env) handlerClient() kubernetes.Interface {
 	e.t.Helper()
+	return kubernetes.NewForConfigOrDie(e.handlerRESTConfig())
+}
+
+// handlerRESTConfig is the API server as the handler's ServiceAccount
+// reaches it.
+func (e *env) handlerRESTConfig() *rest.Config {
+	e.t.Helper()
 	kubeconfig, err := e.c.ServiceAccountKubeconfig(context.Background(), e.ns, HandlerServiceAccount)
 	if err != nil {
 		e.t.Fatal(err)
@@ -118,7 +126,7 @@ func (e *env) handlerClient() kubernetes.Interface {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return kubernetes.NewForConfigOrDie(rc)
+	return rc
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -97,14 +94,7 @@ func TestSharesPerUser(t *testing.T) {
 // under the same Role, with the env's settings changed by config.
 func (e *env) secondHandler(config func(*steps.Config)) string {
 	e.t.Helper()
-	kubeconfig, err := e.c.ServiceAccountKubeconfig(context.Background(), e.ns, HandlerServiceAccount)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	rc := e.handlerRESTConfig()
 	rc.QPS, rc.Burst = 500, 1000
 	cfg := envConfig(e.ns)
 	config(&cfg)
@@ -115,28 +105,6 @@ func (e *env) secondHandler(config func(*steps.Config)) string {
 	hs := httptest.NewServer(srv.Echo())
 	e.t.Cleanup(hs.Close)
 	return hs.URL
-}
-
-// postTo sends a binary-mode CloudEvent to a handler.
-func (e *env) postTo(url, typ string, data any) (int, string) {
-	body, err := json.Marshal(data)
-	if err != nil {
-		return 0, err.Error()
-	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewReader(body))
-	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Id", fmt.Sprintf("test-%d-%d", time.Now().UnixNano(), e.posted.Add(1)))
-	req.Header.Set("Ce-Source", "e2e-test")
-	req.Header.Set("Ce-Type", typ)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String()
 }
 
 // TestSharesAreFair: 20 users with 10 tasks each under a share of one:
