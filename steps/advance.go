@@ -46,6 +46,14 @@ func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 	}
 
 	if len(toStart) > 0 {
+		if cfg.MaxRun > 0 && prog.Began != nil {
+			plan.Deadline = prog.Began.Add(cfg.MaxRun)
+			if !now.Before(plan.Deadline) {
+				msg := fmt.Sprintf("The task ran past its time limit of %s (TASK_MAX_RUN_SECONDS) before %s could start", secs(cfg.MaxRun), describe(obs.Anchor.Name, toStart[len(toStart)-1]))
+				plan.note("error", "%s", msg)
+				return stop(plan, prog.WithDone(passed...), cfg, failedState(toStart[len(toStart)-1]), msg)
+			}
+		}
 		plan = startParts(plan, prog.WithDone(passed...), obs.Event, now, toStart)
 		plan.State = phaseOf(toStart[len(toStart)-1])
 		return plan

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,12 +45,14 @@ type step struct {
 	spec *taskspec.Task
 	// jobs are the jobs the plan was decided on.
 	jobs map[string]*batchv1.Job
+	// deadline, when set, is when the task's time limit ends.
+	deadline time.Time
 }
 
 // apply carries out a plan: the progress first, the actions in order, the
 // final state last (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
-	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs}
+	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline}
 	rv := anchor.ResourceVersion
 	if plan.Claim != nil {
 		held, next, err := r.holdShare(ctx, anchor, rv, *plan.Claim)
@@ -212,6 +215,10 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		job = BuildExecutorJob(st.a, spec, i, st.r.Config)
 	} else {
 		job = BuildFilerJob(st.a, act.Part, spec, st.r.Config)
+	}
+	if !st.deadline.IsZero() {
+		left := int64(math.Ceil(st.deadline.Sub(st.r.now()).Seconds()))
+		job.Spec.ActiveDeadlineSeconds = ptrTo(max(1, left))
 	}
 	err = st.r.call(ctx, func(ctx context.Context) error {
 		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Create(ctx, job, metav1.CreateOptions{})

@@ -55,7 +55,11 @@ type Config struct {
 	Quota Quota
 	// MetricsUsers is how many owners the sweep's gauges name, those with
 	// the most active tasks, the rest summed as OtherUsers (0: none).
-	MetricsUsers     int
+	MetricsUsers int
+	// MaxRun is the most a task may run from its start: each job gets
+	// what is left of it as its activeDeadlineSeconds, and a part is not
+	// started past it (0: no limit).
+	MaxRun           time.Duration
 	StorageClassName string
 	DefaultDiskGB    float64       // a task's PVC size without disk_gb; 0: DefaultDiskGB
 	MaxQueue         time.Duration // 0: pods may wait to be scheduled forever

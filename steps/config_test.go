@@ -256,19 +256,19 @@ func TestLoadEnv(t *testing.T) {
 		},
 		{
 			name: "QUOTA_TASKS_PER_USER, QUOTA_CPU_PER_USER and METRICS_USERS",
-			env:  map[string]string{"QUOTA_TASKS_PER_USER": "3", "QUOTA_CPU_PER_USER": " 7.5 ", "METRICS_USERS": "20"},
+			env:  map[string]string{"QUOTA_TASKS_PER_USER": "3", "QUOTA_CPU_PER_USER": " 7.5 ", "METRICS_USERS": "20", "TASK_MAX_RUN_SECONDS": "86400"},
 			check: func(t *testing.T, c Config) {
-				if c.Quota != (Quota{Tasks: 3, CPU: 7.5}) || c.MetricsUsers != 20 {
-					t.Errorf("Quota %+v, MetricsUsers %d", c.Quota, c.MetricsUsers)
+				if c.Quota != (Quota{Tasks: 3, CPU: 7.5}) || c.MetricsUsers != 20 || c.MaxRun != 24*time.Hour {
+					t.Errorf("Quota %+v, MetricsUsers %d, MaxRun %s", c.Quota, c.MetricsUsers, c.MaxRun)
 				}
 			},
 		},
 		{
 			name:   "QUOTA_TASKS_PER_USER and QUOTA_CPU_PER_USER not numbers: errors, no quota",
-			env:    map[string]string{"QUOTA_TASKS_PER_USER": "two", "QUOTA_CPU_PER_USER": "-1"},
-			issues: []string{"error QUOTA_TASKS_PER_USER", "error QUOTA_CPU_PER_USER"},
+			env:    map[string]string{"QUOTA_TASKS_PER_USER": "two", "QUOTA_CPU_PER_USER": "-1", "TASK_MAX_RUN_SECONDS": "0"},
+			issues: []string{"error QUOTA_TASKS_PER_USER", "error TASK_MAX_RUN_SECONDS", "error QUOTA_CPU_PER_USER"},
 			check: func(t *testing.T, c Config) {
-				if c.Quota.On() {
+				if c.Quota.On() || c.MaxRun != 0 {
 					t.Errorf("Quota %+v", c.Quota)
 				}
 			},

@@ -106,6 +106,10 @@ type Plan struct {
 	// Release: the task ends, and gives back its place in its owner's
 	// share (after Final is written).
 	Release bool
+	// Deadline, when set, is when the task's time limit ends
+	// (TASK_MAX_RUN_SECONDS after it began): the jobs the plan creates
+	// are given what is left of it as their activeDeadlineSeconds.
+	Deadline time.Time
 }
 
 // Claim is a task's place in its owner's share: its owner (the anchor's
@@ -175,7 +179,7 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 	}
 	if prog.Parts == nil {
 		var ok bool
-		if plan, ok = submission(plan, obs, cfg); !ok {
+		if plan, ok = submission(plan, obs, cfg, now); !ok {
 			return plan
 		}
 		prog = *plan.Progress

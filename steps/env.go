@@ -126,6 +126,9 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	if n, ok := intIn("QUOTA_TASKS_PER_USER", 0); ok {
 		cfg.Quota.Tasks = int(n)
 	}
+	if n, ok := intIn("TASK_MAX_RUN_SECONDS", 1); ok {
+		cfg.MaxRun = time.Duration(n) * time.Second
+	}
 	if n, ok := intIn("METRICS_USERS", 0); ok {
 		cfg.MetricsUsers = int(n)
 	}

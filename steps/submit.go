@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"time"
+
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -10,7 +12,7 @@ import (
 // §8.5). With shares (cfg.Quota), a task of an owner starts only in a place
 // of its owner's share (plan.Claim), and one that asks for more cores than
 // a whole share can never run. ok is false when the plan is final.
-func submission(plan Plan, obs Observed, cfg Config) (Plan, bool) {
+func submission(plan Plan, obs Observed, cfg Config, now time.Time) (Plan, bool) {
 	if obs.Unreadable != "" {
 		plan.note("error", "%s", obs.Unreadable)
 		plan.Final = &Final{State: tesv1.StateSystemError, Reason: obs.Unreadable}
@@ -37,7 +39,8 @@ func submission(plan Plan, obs Observed, cfg Config) (Plan, bool) {
 		}
 		plan.Claim = &Claim{Owner: owner, Cores: cores}
 	}
-	prog := taskmeta.Progress{Parts: Parts(obs.Spec)}
+	began := now.UTC().Truncate(time.Second)
+	prog := taskmeta.Progress{Parts: Parts(obs.Spec), Began: &began}
 	plan.Progress = &prog
 	return plan, true
 }

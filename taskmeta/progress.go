@@ -23,6 +23,10 @@ type Progress struct {
 	Done    []string      `json:"done,omitempty"`
 	Failing []string      `json:"failing,omitempty"`
 	Last    *Batch        `json:"last,omitempty"`
+	// Began is when the task started (its submission's step), which its
+	// time limit counts from; none on a task started by a version that
+	// did not record it.
+	Began *time.Time `json:"began,omitempty"`
 	Ended   []EndedRecord `json:"ended,omitempty"`
 	// Kept lists the jobs the service set out to delete but whose deletion
 	// the API server rejected, and why: no step tries to delete them again,

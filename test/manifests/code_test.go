@@ -407,13 +407,15 @@ func TestConfigMapHoldsEveryVariableWithItsDefault(t *testing.T) {
 	if len(issues) > 0 {
 		t.Errorf("the ConfigMap's values are not valid: %v", issues)
 	}
-	// Three values are the deployment's own: the executors' ServiceAccount
+	// Four values are the deployment's own: the executors' ServiceAccount
 	// that tasks.yaml creates, and the bounds a shared cluster needs where
 	// the code, for TESK's compatibility, has none: a task's pod waits a
-	// day for a node at most, and an ended task is kept 30 days.
+	// day for a node at most, a task runs 7 days at most, and an ended
+	// task is kept 30 days.
 	want := steps.DefaultConfig()
 	want.ExecutorServiceAccount = "tesk-executor"
 	want.MaxQueue = 24 * time.Hour
+	want.MaxRun = 7 * 24 * time.Hour
 	ttl := 30 * 24 * time.Hour
 	want.TaskTTL = &ttl
 	if !reflect.DeepEqual(cfg, want) {
