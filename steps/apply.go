@@ -2,10 +2,10 @@ package steps
 
 import (
 	"context"
-	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 

@@ -18,16 +18,16 @@ import (
 // failed, ignoring errors) when a later part was started: a step reads only
 // the jobs started and not done, by name, whatever else the namespace holds.
 type Progress struct {
-	Parts   []string      `json:"parts"`
-	Started []string      `json:"started,omitempty"`
-	Done    []string      `json:"done,omitempty"`
-	Failing []string      `json:"failing,omitempty"`
-	Last    *Batch        `json:"last,omitempty"`
+	Parts   []string `json:"parts"`
+	Started []string `json:"started,omitempty"`
+	Done    []string `json:"done,omitempty"`
+	Failing []string `json:"failing,omitempty"`
+	Last    *Batch   `json:"last,omitempty"`
 	// Began is when the task started (its submission's step), which its
 	// time limit counts from; none on a task started by a version that
 	// did not record it.
-	Began *time.Time `json:"began,omitempty"`
-	Ended   []EndedRecord `json:"ended,omitempty"`
+	Began *time.Time    `json:"began,omitempty"`
+	Ended []EndedRecord `json:"ended,omitempty"`
 	// Kept lists the jobs the service set out to delete but whose deletion
 	// the API server rejected, and why: no step tries to delete them again,
 	// and the task stops all the same.
