@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -236,35 +235,6 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		}
 	}
 	return st.created(ctx, act, err)
-}
-
-// jobManifest is a job as YAML for the debug log, with URLs shown without
-// their queries and user info, and the FTP credentials hidden.
-func jobManifest(job *batchv1.Job) string {
-	j := job.DeepCopy()
-	for _, list := range [][]corev1.Container{j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			for k := range c.Env {
-				if hiddenEnv[c.Env[k].Name] && c.Env[k].Value != "" {
-					c.Env[k].Value = "<hidden>"
-				} else {
-					c.Env[k].Value = taskspec.RedactURLs(c.Env[k].Value)
-				}
-			}
-			for k := range c.Args {
-				c.Args[k] = taskspec.RedactURLs(c.Args[k])
-			}
-			for k := range c.Command {
-				c.Command[k] = taskspec.RedactURLs(c.Command[k])
-			}
-		}
-	}
-	b, err := yaml.Marshal(j)
-	if err != nil {
-		return fmt.Sprintf("(job %s: %v)", j.Name, err)
-	}
-	return string(b)
 }
 
 // hiddenEnv are the variables whose values the debug log never shows.

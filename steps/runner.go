@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8sevents "k8s.io/client-go/tools/events"
 	"knative.dev/pkg/logging"
+	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
@@ -286,4 +287,33 @@ func (r *Runner) logWarnings(ctx context.Context, task string, spec *taskspec.Ta
 	for _, w := range spec.Warnings {
 		r.log(ctx).Warnw("The task has a field that is not read; ignoring it", "task", task, "field", w)
 	}
+}
+
+// jobManifest is a job as YAML for the debug log, with URLs shown without
+// their queries and user info, and the FTP credentials hidden.
+func jobManifest(job *batchv1.Job) string {
+	j := job.DeepCopy()
+	for _, list := range [][]corev1.Container{j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			for k := range c.Env {
+				if hiddenEnv[c.Env[k].Name] && c.Env[k].Value != "" {
+					c.Env[k].Value = "<hidden>"
+				} else {
+					c.Env[k].Value = taskspec.RedactURLs(c.Env[k].Value)
+				}
+			}
+			for k := range c.Args {
+				c.Args[k] = taskspec.RedactURLs(c.Args[k])
+			}
+			for k := range c.Command {
+				c.Command[k] = taskspec.RedactURLs(c.Command[k])
+			}
+		}
+	}
+	b, err := yaml.Marshal(j)
+	if err != nil {
+		return fmt.Sprintf("(job %s: %v)", j.Name, err)
+	}
+	return string(b)
 }
