@@ -96,8 +96,9 @@ demo: up-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
 	@status=0; $(GO) run $(DEMO_CMD) -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # Figures: step latency, handler time, API requests per step, sweep cost over
-# 1,000 and 10,000 tasks, events per second, cold start, and the polling
-# baseline's; the run ends with its summary as BENCHMARKS.md shows it.
+# 1,000 and 10,000 tasks, events per second, what the users' shares cost a
+# step and a sweep over 10,000 tasks of 100 users (-only shares alone), cold
+# start, and the polling baseline's; the run ends with its summary as BENCHMARKS.md shows it.
 # BENCH_DOCS=1 also writes that summary into BENCHMARKS.md and the figures
 # README.md quotes from it into README.md (the blocks of make bench).
 BENCH_DOCS ?=

@@ -54,7 +54,7 @@ var (
 	flagStarts     = flag.Int("starts", 7, "cold starts to time")
 	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to the environment of bin/handler run as a process (e.g. GOMEMLIMIT=40MiB GODEBUG=gctrace=1)")
 	flagSkipSteps  = flag.Bool("skip-steps", false, "skip the step benchmark")
-	flagOnly       = flag.String("only", "", "run one part only: tes, or steps")
+	flagOnly       = flag.String("only", "", "run one part only: tes, steps, or shares")
 	flagSummary    = flag.String("summary", "", "also write the run's summary, as BENCHMARKS.md shows it, into this file: its block between the summary's markers (BENCHMARKS.md), or the block alone if the file does not exist")
 	flagReadme     = flag.String("readme", "", "also write the figures README.md quotes from the run into this file's block between the headline's markers (README.md)")
 )
@@ -164,6 +164,9 @@ func benchAll(ctx context.Context) error {
 	if *flagOnly == "tes" {
 		return benchTES(ctx, c)
 	}
+	if *flagOnly == "shares" {
+		return benchShares(ctx, c)
+	}
 
 	if !*flagSkipSteps {
 		// As deployed: events are hints, the task written on the cluster
@@ -192,6 +195,9 @@ func benchAll(ctx context.Context) error {
 		if err := benchPollingWaiting(ctx, c, waiting); err != nil {
 			return err
 		}
+	}
+	if err := benchShares(ctx, c); err != nil {
+		return err
 	}
 	if err := benchTES(ctx, c); err != nil {
 		return err
