@@ -134,8 +134,18 @@ func benchShares(ctx context.Context, c *cluster.Cluster) error {
 	}); err != nil {
 		return err
 	}
-	if err := measure("a sweep, without shares", func(i int, ctx context.Context) error {
-		_, err := plain.Sweep(ctx, ns, fmt.Sprintf("sweep-plain-%d", i), in.srv.Metadata)
+	// Without shares the waiting tasks would all start: the same number of
+	// tasks, running, in a namespace of their own, for the ratio.
+	plainNS := ns + "-plain"
+	pin, err := newInstrumented(ctx, c, plainNS, steps.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	if err := createWaitingTasks(ctx, c, plainNS, 0, shareOwners*(shareWaiting+1)); err != nil {
+		return err
+	}
+	if err := measure("a sweep of as many running tasks, without shares", func(i int, ctx context.Context) error {
+		_, err := pin.srv.Runner.Sweep(ctx, plainNS, fmt.Sprintf("sweep-plain-%d", i), pin.srv.Metadata)
 		return err
 	}); err != nil {
 		return err
@@ -151,7 +161,11 @@ func shareTask(i, n int) string { return fmt.Sprintf("share-%03d-%03d", i, n) }
 // anchor started, its executor's job suspended, its place in the owner's
 // ledger) and shareWaiting waiting, each created a moment after the last.
 func createShareTasks(ctx context.Context, c *cluster.Cluster, ns string) error {
-	spec, _ := json.Marshal(taskspec.Task{Executors: []batchv1.Job{executorJob("x", 0)}})
+	// A waiting task that starts runs until deleted (kwok's manual fate):
+	// the sweeps measured find nothing due but the shares.
+	ex := executorJob("x", 0)
+	ex.Spec.Template.Annotations = map[string]string{cluster.FateAnnotationPrefix + "result": "manual"}
+	spec, _ := json.Marshal(taskspec.Task{Executors: []batchv1.Job{ex}})
 	gz := taskspec.Gzip(spec)
 	owners := make(chan int)
 	errc := make(chan error, 1)
