@@ -620,36 +620,43 @@ func load(url, typ string, data func(i int) []byte) (int, int) {
 func createWaitingTasks(ctx context.Context, c *cluster.Cluster, ns string, from, to int) error {
 	spec, _ := json.Marshal(taskspec.Task{Executors: []batchv1.Job{executorJob("x", 0)}})
 	gz := taskspec.Gzip(spec)
+	return inParallel(from, to, func(i int) error {
+		task := fmt.Sprintf("wait-%05d", i)
+		prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
+		cm, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: task, Labels: map[string]string{taskmeta.LabelTask: task},
+				Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}},
+			BinaryData: map[string][]byte{taskspec.ConfigMapKey: gz},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		job := steps.BuildExecutorJob(steps.Anchor{Name: task, Namespace: ns, UID: cm.UID},
+			&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, steps.DefaultConfig())
+		yes := true
+		job.Spec.Suspend = &yes
+		_, err = c.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// inParallel runs fn for from..to-1, 32 at a time, and returns the first
+// error.
+func inParallel(from, to int, fn func(i int) error) error {
 	idx := make(chan int)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
 	for w := 0; w < 32; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range idx {
-				task := fmt.Sprintf("wait-%05d", i)
-				prog := taskmeta.Progress{Parts: []string{"ex-00"}, Started: []string{"ex-00"}}
-				cm, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: task, Labels: map[string]string{taskmeta.LabelTask: task},
-						Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}},
-					BinaryData: map[string][]byte{taskspec.ConfigMapKey: gz},
-				}, metav1.CreateOptions{})
-				if err == nil {
-					job := steps.BuildExecutorJob(steps.Anchor{Name: task, Namespace: ns, UID: cm.UID},
-						&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, steps.DefaultConfig())
-					yes := true
-					job.Spec.Suspend = &yes
-					_, err = c.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
-				}
-				if err != nil {
+				if err := fn(i); err != nil {
 					select {
 					case errc <- err:
 					default:
 					}
 				}
 			}
-		}()
+		})
 	}
 	for i := from; i < to; i++ {
 		idx <- i

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -167,32 +166,7 @@ func createShareTasks(ctx context.Context, c *cluster.Cluster, ns string) error 
 	ex.Spec.Template.Annotations = map[string]string{cluster.FateAnnotationPrefix + "result": "manual"}
 	spec, _ := json.Marshal(taskspec.Task{Executors: []batchv1.Job{ex}})
 	gz := taskspec.Gzip(spec)
-	owners := make(chan int)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	for w := 0; w < 32; w++ {
-		wg.Go(func() {
-			for i := range owners {
-				if err := createOwner(ctx, c, ns, i, gz); err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i := 0; i < shareOwners; i++ {
-		owners <- i
-	}
-	close(owners)
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return inParallel(0, shareOwners, func(i int) error { return createOwner(ctx, c, ns, i, gz) })
 }
 
 // createOwner writes one owner's tasks and ledger.
