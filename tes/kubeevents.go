@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,14 +65,7 @@ func (s *Server) taskKubeEvents(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	names := []string{cm.Name, taskmeta.PVCName(cm.Name)}
-	for _, j := range jobs {
-		names = append(names, j.Name)
-	}
-	for _, p := range pods {
-		names = append(names, p.Name)
-	}
-	evs, err := s.kubeEventsOf(ctx, names)
+	evs, err := s.kubeEventsOf(ctx, storyObjects(cm.Name, jobs, pods))
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -84,6 +78,38 @@ func (s *Server) taskKubeEvents(c echo.Context) error {
 		Events:     evs,
 		Steps:      Timeline(cm.ObjectMeta, jobs, pods, evs),
 	})
+}
+
+// maxStoryObjects bounds the jobs and pods whose Events a task's story
+// reads (one LIST each), and maxObjectEvents the Events read of each: a
+// task of thousands of executors costs the API server no more than one of
+// a few dozen.
+const (
+	maxStoryObjects = 64
+	maxObjectEvents = 100
+)
+
+// storyObjects names the objects whose Events tell a task's story: its
+// anchor and its volume claim, and of its jobs and pods the
+// maxStoryObjects created last.
+func storyObjects(task string, jobs []batchv1.Job, pods []corev1.Pod) []string {
+	type object struct {
+		name    string
+		created time.Time
+	}
+	var objs []object
+	for _, j := range jobs {
+		objs = append(objs, object{j.Name, j.CreationTimestamp.Time})
+	}
+	for _, p := range pods {
+		objs = append(objs, object{p.Name, p.CreationTimestamp.Time})
+	}
+	sort.SliceStable(objs, func(i, k int) bool { return objs[i].created.After(objs[k].created) })
+	names := []string{task, taskmeta.PVCName(task)}
+	for _, o := range objs[:min(len(objs), maxStoryObjects)] {
+		names = append(names, o.name)
+	}
+	return names
 }
 
 // kubeEventsOf lists the Events about each of the named objects (a LIST with a

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -114,5 +116,29 @@ func TestTaskEventsEndpoint(t *testing.T) {
 	}
 	if code, _, _ := get("", "task-1"); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d", code)
+	}
+}
+
+// TestStoryObjectsAreBounded: a task's story reads the Events of its
+// anchor, its volume claim and, of its jobs and pods, the maxStoryObjects
+// created last, however many it holds.
+func TestStoryObjectsAreBounded(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	var jobs []batchv1.Job
+	var pods []corev1.Pod
+	for i := 0; i < 100; i++ {
+		at := metav1.NewTime(t0.Add(time.Duration(i) * time.Second))
+		jobs = append(jobs, batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("task-x-ex-%03d", i), CreationTimestamp: at}})
+		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("task-x-ex-%03d-pod", i), CreationTimestamp: at}})
+	}
+	names := storyObjects("task-x", jobs, pods)
+	if len(names) != 2+maxStoryObjects || names[0] != "task-x" || names[1] != taskmeta.PVCName("task-x") {
+		t.Fatalf("%d names, first %v", len(names), names[:2])
+	}
+	if !slices.Contains(names, "task-x-ex-099") || !slices.Contains(names, "task-x-ex-099-pod") || slices.Contains(names, "task-x-ex-000") {
+		t.Errorf("not the newest: %v", names)
+	}
+	if got := storyObjects("task-y", jobs[:3], nil); len(got) != 5 {
+		t.Errorf("a small task: %v", got)
 	}
 }

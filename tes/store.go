@@ -92,7 +92,7 @@ func (st Store) JobsAndPods(ctx context.Context, selector string) ([]batchv1.Job
 func (st Store) KubeEventsAbout(ctx context.Context, name string) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.name": name}.AsSelector().String()
 	l, err := kubeapi.Get(ctx, func(ctx context.Context) (*corev1.EventList, error) {
-		return st.Client.CoreV1().Events(st.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		return st.Client.CoreV1().Events(st.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: maxObjectEvents})
 	})
 	if err != nil {
 		return nil, err
