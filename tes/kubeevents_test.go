@@ -16,8 +16,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -140,5 +142,22 @@ func TestStoryObjectsAreBounded(t *testing.T) {
 	}
 	if got := storyObjects("task-y", jobs[:3], nil); len(got) != 5 {
 		t.Errorf("a small task: %v", got)
+	}
+}
+
+// TestStoryEventsPerObjectAreBounded: each object's Events are one LIST of
+// at most maxObjectEvents.
+func TestStoryEventsPerObjectAreBounded(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	var limits []int64
+	client.PrependReactor("list", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		limits = append(limits, a.(k8stesting.ListActionImpl).ListOptions.Limit)
+		return false, nil, nil
+	})
+	if _, err := (Store{Client: client, Namespace: "tes"}).KubeEventsAbout(context.Background(), "task-x"); err != nil {
+		t.Fatal(err)
+	}
+	if len(limits) != 1 || limits[0] != maxObjectEvents {
+		t.Errorf("LIST limits %v, want one of %d", limits, maxObjectEvents)
 	}
 }
