@@ -76,7 +76,7 @@ func (c *TaskCounts) addUser(meta metav1.ObjectMeta, state string) {
 	}
 	u := c.Users[owner]
 	u.Active++
-	if meta.Labels[taskmeta.LabelWaiting] == "true" && meta.Annotations[taskmeta.AnnotationProgress] == "" {
+	if _, started := meta.Annotations[taskmeta.AnnotationProgress]; meta.Labels[taskmeta.LabelWaiting] == "true" && !started {
 		u.Waiting++
 	}
 	c.Users[owner] = u

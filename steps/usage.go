@@ -2,10 +2,12 @@ package steps
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -27,15 +29,7 @@ const (
 
 // UsageKey is the key of one executor's figure: usage.ex-00.wall_seconds.
 func UsageKey(i int, total string) string {
-	return "usage.ex-" + pad2(i) + "." + total[len("usage."):]
-}
-
-// pad2 is a number of at least two digits.
-func pad2(i int) string {
-	if i < 10 {
-		return "0" + strconv.Itoa(i)
-	}
-	return strconv.Itoa(i)
+	return "usage." + taskmeta.ExecutorPart(i) + "." + strings.TrimPrefix(total, "usage.")
 }
 
 // Usage is what a task used, as the metadata of its log: for each executor

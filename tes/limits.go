@@ -50,14 +50,14 @@ func (l Limits) Check(t *tesv1.Task) error {
 		{"disk_gb", r.DiskGB, l.DiskGB},
 	} {
 		if c.max > 0 && c.n > c.max {
-			return bad("resources.%s: %s GB, more than the %s GB this service allows a task", c.field, gb(c.n), gb(c.max))
+			return bad("resources.%s: %s GB, more than the %s GB this service allows a task", c.field, shortNumber(c.n), shortNumber(c.max))
 		}
 	}
 	return nil
 }
 
-// gb prints a size in GB as short as it goes.
-func gb(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// shortNumber prints a number as short as it goes.
+func shortNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // checkShare refuses a task that asks for more cores than a user's whole
 // share of the cluster (QUOTA_CPU_PER_USER): it could never start.
@@ -67,7 +67,7 @@ func (s *Server) checkShare(t *tesv1.Task, caller Caller) error {
 		return nil
 	}
 	if cores := float64(t.Resources.CPUCores); cores > q.CPU {
-		return bad("resources.cpu_cores: %d, more than each user's share of the cluster, %s CPU cores at once", t.Resources.CPUCores, gb(q.CPU))
+		return bad("resources.cpu_cores: %d, more than each user's share of the cluster, %s CPU cores at once", t.Resources.CPUCores, shortNumber(q.CPU))
 	}
 	return nil
 }
