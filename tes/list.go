@@ -73,6 +73,10 @@ func (s *Server) list(c echo.Context) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
+	if resp.Tasks == nil {
+		// An empty page is an empty list, never null: tasks is required.
+		resp.Tasks = []tesv1.Task{}
+	}
 	return c.JSON(http.StatusOK, resp)
 }
 

@@ -606,6 +606,25 @@ func TestListStateFilterAgreesWithGet(t *testing.T) {
 	}
 }
 
+// A page that keeps no task lists none: "tasks" is an empty array, never
+// null or missing, in every view and whether or not the state is derived.
+func TestEmptyPageListsNoTasks(t *testing.T) {
+	a := newAPITest(t)
+	if code, body := a.do(http.MethodPost, "/tasks", `{"executors":[{"image":"a","command":["x"]}]}`); code != http.StatusOK {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	a.withMetadata()
+	for _, q := range []string{"state=RUNNING", "state=RUNNING&view=BASIC", "state=COMPLETE", "name_prefix=none", "name_prefix=none&view=FULL"} {
+		code, body := a.do(http.MethodGet, "/tasks?"+q, "")
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %v", q, code, body)
+		}
+		if tasks, ok := body["tasks"].([]any); !ok || len(tasks) != 0 {
+			t.Errorf("%s: tasks %#v, want []", q, body["tasks"])
+		}
+	}
+}
+
 // fixedCaller authenticates every request as one caller.
 type fixedCaller Caller
 
