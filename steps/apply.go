@@ -46,6 +46,10 @@ type step struct {
 	jobs map[string]*batchv1.Job
 	// deadline, when set, is when the task's time limit ends.
 	deadline time.Time
+	// pvcLeft is why a DeletePVC of the step failed; pvcGone that one
+	// succeeded (or found the PVC gone).
+	pvcLeft string
+	pvcGone bool
 }
 
 // apply carries out a plan: the progress first, the actions in order, the
@@ -97,8 +101,23 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 			return next, err
 		}
 	}
+	if plan.Final == nil && st.pvcGone && anchor.Annotations[taskmeta.AnnotationPVCLeft] != "" {
+		// An ended task's PVC, left at its end, is gone now.
+		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": map[string]any{taskmeta.AnnotationPVCLeft: nil}})
+		if apierrors.IsConflict(err) {
+			return conflicted, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return finished, err
+		}
+		r.log(ctx).Infow("Deleted the PVC left at the task's end", "task", anchor.Name, "pvc", taskmeta.PVCName(anchor.Name))
+	}
 	if plan.Final != nil {
 		ann := finalAnnotations(plan.Final, r.now())
+		if st.pvcLeft != "" {
+			// The sweep deletes it again (endedTask).
+			ann[taskmeta.AnnotationPVCLeft] = st.pvcLeft
+		}
 		plan.addTTL(ann)
 		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
 			"labels":      map[string]string{taskmeta.LabelState: plan.Final.State},
@@ -146,7 +165,14 @@ func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
 	case DeleteJob:
 		return st.deleteJob(ctx, act.Part, act.Reason)
 	case DeletePVC:
-		st.deletePVC(ctx)
+		if err := st.deletePVC(ctx); err != nil {
+			st.pvcLeft = err.Error()
+			if len(st.pvcLeft) > maxPVCLeft {
+				st.pvcLeft = st.pvcLeft[:maxPVCLeft] + "…"
+			}
+		} else {
+			st.pvcGone = true
+		}
 		return finished, nil
 	case ReleasePVC:
 		st.releasePVC(ctx)
@@ -336,13 +362,20 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 	return st.record(ctx, func(p taskmeta.Progress) taskmeta.Progress { return p.WithKept(part, kept) })
 }
 
-func (st *step) deletePVC(ctx context.Context) {
+// maxPVCLeft bounds the error the anchor records of a PVC left (bytes).
+const maxPVCLeft = 512
+
+// deletePVC deletes the task's PVC; a failure is logged and returned, and
+// the task goes on: the anchor records it, and the sweep tries again.
+func (st *step) deletePVC(ctx context.Context) error {
 	err := st.r.call(ctx, func(ctx context.Context) error {
 		return st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Delete(ctx, taskmeta.PVCName(st.a.Name), metav1.DeleteOptions{})
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		st.r.log(ctx).Warnw("Deleting the PVC failed; going on", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name), "error", err)
+		st.r.log(ctx).Warnw("Deleting the PVC failed; going on, the sweep tries again", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name), "error", err)
+		return err
 	}
+	return nil
 }
 
 func (st *step) releasePVC(ctx context.Context) {

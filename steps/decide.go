@@ -189,15 +189,18 @@ func decide(obs Observed, cfg Config, now time.Time) Plan {
 
 // endedTask: a task that ended stays as it is, until its TTL (fixed when it
 // started) has passed since it ended; then it is deleted with all it owns
-// (behaviour §4.2).
+// (behaviour §4.2). A PVC its end could not delete is deleted again
+// meanwhile (behaviour §1.9).
 func endedTask(plan Plan, anchor metav1.ObjectMeta, state string, now time.Time) Plan {
 	plan.State = state
-	ttl, ok := taskmeta.TaskTTLOf(anchor)
-	if !ok {
-		return plan
+	if ttl, ok := taskmeta.TaskTTLOf(anchor); ok {
+		if ended, err := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded]); err == nil && !now.Before(ended.Add(ttl)) {
+			plan.Actions = append(plan.Actions, Action{Kind: DeleteTask, Reason: fmt.Sprintf("ended %s ago, its TTL is %d s", now.Sub(ended).Truncate(time.Second), int64(ttl.Seconds()))})
+			return plan // the PVC goes with the task
+		}
 	}
-	if ended, err := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded]); err == nil && !now.Before(ended.Add(ttl)) {
-		plan.Actions = append(plan.Actions, Action{Kind: DeleteTask, Reason: fmt.Sprintf("ended %s ago, its TTL is %d s", now.Sub(ended).Truncate(time.Second), int64(ttl.Seconds()))})
+	if left := anchor.Annotations[taskmeta.AnnotationPVCLeft]; left != "" {
+		plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC, Reason: "its deletion at the task's end failed: " + left})
 	}
 	return plan
 }

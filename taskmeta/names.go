@@ -50,6 +50,10 @@ const (
 	AnnotationEnded = AnnotationPrefix + "ended"
 	// AnnotationReason (anchor) says why the task stopped (TES system_logs).
 	AnnotationReason = AnnotationPrefix + "reason"
+	// AnnotationPVCLeft (anchor) is why the PVC of a task that ended could
+	// not be deleted at its end: each sweep deletes it again until it goes,
+	// and then removes the annotation.
+	AnnotationPVCLeft = AnnotationPrefix + "pvc-left"
 	// AnnotationSystemLog (anchor) is a line the task's system_logs show
 	// from its start (e.g. the backend parameters the TES API ignored).
 	AnnotationSystemLog = AnnotationPrefix + "system-log"
