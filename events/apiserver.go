@@ -134,7 +134,11 @@ func classifyPod(ev *cloudevents.Event, r ref, verb string, resource bool, names
 		}
 		reason, message, stuck := taskmeta.StuckReason(&pod)
 		if !stuck {
-			return ignore("pod %s is not stuck", r.Name), nil
+			// A pod the cluster takes away is counted (steps.MaxPreemptions).
+			reason, message, stuck = taskmeta.Disrupted(&pod)
+		}
+		if !stuck {
+			return ignore("pod %s is neither stuck nor taken away", r.Name), nil
 		}
 		step.Reason, step.Message = reason, message
 	}

@@ -271,6 +271,9 @@ func TestClassifyAPIServer(t *testing.T) {
 				s.Message = "0/1 nodes"
 				return s
 			}()},
+		{"a pod the cluster evicts: check the task's pods", apiServerEvent(t, "update", false, taskPod("task-1-ex-00-abcde", "task-1-ex-00", corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "m"}}})),
+			stuckMsg(pods("task-1-ex-00-abcde", "task-1-ex-00", "EvictionByEvictionAPI"))},
 		{"a pod that runs: ignored", apiServerEvent(t, "update", false, taskPod("task-1-ex-00-abcde", "task-1-ex-00", corev1.PodStatus{Phase: corev1.PodRunning})), ignored},
 		{"a pod being created: ignored", apiServerEvent(t, "add", false, taskPod("task-1-ex-00-abcde", "task-1-ex-00", waitingPod("ContainerCreating", false))), ignored},
 		{"a pod deleted: ignored", apiServerEvent(t, "delete", false, taskPod("task-1-ex-00-abcde", "task-1-ex-00", waitingPod("ErrImagePull", false))), ignored},

@@ -117,7 +117,7 @@ func partJob(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 		if at, ok := taskmeta.FailedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
 			msg := fmt.Sprintf("Job '%s' was failed (%s) but Kubernetes didn't mark it Failed within %s; it is kept", job.Name, job.Annotations[taskmeta.AnnotationFailed], secs(cfg.PodTimeout))
 			plan.note("error", "%s", msg)
-			return stop(plan, prog, cfg, failedState(part), msg), false
+			return stop(plan, prog, cfg, failedStateOf(part, job), msg), false
 		}
 		plan.State = state
 		return plan, false

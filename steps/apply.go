@@ -183,6 +183,8 @@ func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
 	case RecordExecutorLog:
 		st.recordExecutorLog(ctx, act.Part)
 		return finished, nil
+	case RecordPreemption:
+		return st.recordPreemption(ctx, act)
 	case DeleteTask:
 		return finished, st.deleteTask(ctx, act)
 	}
@@ -292,74 +294,6 @@ func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) 
 		return finished, nil
 	}
 	return st.endPart(ctx, act.Part, fmt.Sprintf("Job '%s' exists but does not belong to the task", job.Name), false)
-}
-
-// failJob sets the job's activeDeadlineSeconds to 1, so that Kubernetes stops
-// its pods and marks it Failed (behaviour §1.12). Only a rejection falls back
-// to deleting it; after any other error nothing is deleted and the step is
-// tried again (behaviour §8.2).
-func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
-	name := taskmeta.ObjectName(st.a.Name, act.Part)
-	err := st.patchFailed(ctx, name, act.Reason)
-	switch kubeapi.Classify(err) {
-	case kubeapi.Done:
-		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
-		st.r.kubeEvent(st.anchor, true, ReasonJobFailed, "%s", taskmeta.JobFailedNote(name, act.Reason))
-		return finished, nil
-	case kubeapi.Missing:
-		return again, nil
-	case kubeapi.Rejected:
-		reason := fmt.Sprintf("%s; failing job '%s' was rejected (%v), so it is deleted instead", act.Reason, name, err)
-		st.r.log(ctx).Warnw("Failing a job was rejected; deleting it", "task", st.a.Name, "job", name, "error", err)
-		return st.endPart(ctx, act.Part, reason, true)
-	}
-	return finished, err
-}
-
-func (st *step) patchFailed(ctx context.Context, name, reason string) error {
-	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{
-			taskmeta.AnnotationFailed: reason, taskmeta.AnnotationFailedAt: st.r.now().UTC().Format(time.RFC3339),
-		}},
-		"spec": map[string]any{"activeDeadlineSeconds": 1},
-	})
-	return st.r.call(ctx, func(ctx context.Context) error {
-		_, err := st.r.Client.BatchV1().Jobs(st.a.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
-}
-
-// deleteJob deletes a part's job (foreground: it is gone once its pods are).
-// A job that is already gone counts as deleted. A rejected delete (a role
-// without delete on jobs, an admission policy) fails the job instead, so that
-// its pods stop, and records it as kept, so that no step tries to delete it
-// again; the task stops all the same (behaviour §8.3, §8.4). Other errors are
-// tried again.
-func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, error) {
-	name := taskmeta.ObjectName(st.a.Name, part)
-	fg := metav1.DeletePropagationForeground
-	err := st.r.call(ctx, func(ctx context.Context) error {
-		return st.r.Client.BatchV1().Jobs(st.a.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
-	})
-	switch kubeapi.Classify(err) {
-	case kubeapi.Done, kubeapi.Missing:
-		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
-		st.r.kubeEvent(st.anchor, true, ReasonJobDeleted, "%s", taskmeta.JobDeletedNote(name, why))
-		return finished, nil
-	case kubeapi.Retry:
-		return finished, err
-	}
-	st.r.log(ctx).Errorw("Deleting a job was rejected; failing it and keeping it instead", "task", st.a.Name, "job", name, "error", err)
-	kept := fmt.Sprintf("Deleting job '%s' was rejected (%v); it is kept", name, err)
-	ferr := st.patchFailed(ctx, name, why)
-	switch kubeapi.Classify(ferr) {
-	case kubeapi.Retry:
-		return finished, ferr
-	case kubeapi.Rejected:
-		st.r.log(ctx).Errorw("Failing the job was rejected too; it runs until it ends", "task", st.a.Name, "job", name, "error", ferr)
-		kept = fmt.Sprintf("Deleting job '%s' was rejected (%v), and so was failing it (%v); it is kept", name, err, ferr)
-	}
-	return st.record(ctx, func(p taskmeta.Progress) taskmeta.Progress { return p.WithKept(part, kept) })
 }
 
 // maxPVCLeft bounds the error the anchor records of a PVC left (bytes).

@@ -97,7 +97,8 @@ func BuildPVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeCl
 // with the task volume and the executor secret mounted, requests as limits
 // where limits are missing, the executor backoff limit, the executors'
 // ServiceAccount without its token, the executors' security context, and
-// the placement, GPUs and identity its backend parameters ask for.
+// the placement, GPUs and identity its backend parameters ask for, and a
+// pod failure policy that runs a pod the cluster took away again.
 func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
 	j := t.Executors[i].DeepCopy()
 	j.TypeMeta = metav1.TypeMeta{}
@@ -119,6 +120,14 @@ func BuildExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Jo
 	ps := &j.Spec.Template.Spec
 	if ps.RestartPolicy == "" {
 		ps.RestartPolicy = corev1.RestartPolicyNever
+	}
+	if ps.RestartPolicy == corev1.RestartPolicyNever && j.Spec.PodFailurePolicy == nil {
+		// A pod the cluster takes away is run again without spending the
+		// executor's retries; the service counts them (MaxPreemptions).
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:          batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+		}}}
 	}
 	taskPodIdentity(ps, cfg)
 	for k := range ps.Containers {

@@ -44,9 +44,14 @@ type Config struct {
 	Debug            bool
 
 	ExecutorBackoffLimit *int32
-	FilerBackoffLimit    *int32
-	FilerHTTPTimeout     string
-	FilerParallelism     int // files each filer moves at once; 0: the filer's default
+	// MaxPreemptions is how many times an executor's pod the cluster takes
+	// away (evicted, preempted, lost with its node) is run again without
+	// spending the executor's retries; one more ends the task PREEMPTED
+	// (EXECUTOR_MAX_PREEMPTIONS).
+	MaxPreemptions    int
+	FilerBackoffLimit *int32
+	FilerHTTPTimeout  string
+	FilerParallelism  int // files each filer moves at once; 0: the filer's default
 	// FilerAllowedCIDRs are the private ranges (comma-separated CIDRs) the
 	// filer may reach for HTTP(S) and FTP URLs; "": none.
 	FilerAllowedCIDRs string
@@ -162,8 +167,13 @@ func DefaultConfig() Config {
 		FilerSecurityContext:    DefaultFilerSecurityContext(),
 		ExecutorSecurityContext: DefaultExecutorSecurityContext(),
 		LogTailBytes:            DefaultLogTailBytes,
+		MaxPreemptions:          DefaultMaxPreemptions,
 	}
 }
+
+// DefaultMaxPreemptions is Config.MaxPreemptions unless
+// EXECUTOR_MAX_PREEMPTIONS sets it.
+const DefaultMaxPreemptions = 3
 
 // DefaultExecutorSecurityContext is the executor container's security
 // context unless EXECUTOR_SECURITY_CONTEXT replaces it: no privilege

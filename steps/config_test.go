@@ -88,6 +88,17 @@ func TestLoadEnv(t *testing.T) {
 			check:  func(t *testing.T, c Config) { wantNil(t, "ExecutorBackoffLimit", c.ExecutorBackoffLimit) },
 		},
 		{
+			name:  "EXECUTOR_MAX_PREEMPTIONS sets the runs again of a pod taken away; unset, 3",
+			env:   map[string]string{"EXECUTOR_MAX_PREEMPTIONS": " 0 "},
+			check: func(t *testing.T, c Config) { wantInt(t, "MaxPreemptions", c.MaxPreemptions, 0) },
+		},
+		{
+			name:   "EXECUTOR_MAX_PREEMPTIONS negative: an error, the default kept",
+			env:    map[string]string{"EXECUTOR_MAX_PREEMPTIONS": "-1"},
+			issues: []string{"error EXECUTOR_MAX_PREEMPTIONS"},
+			check:  func(t *testing.T, c Config) { wantInt(t, "MaxPreemptions", c.MaxPreemptions, DefaultMaxPreemptions) },
+		},
+		{
 			name:   "FILER_BACKOFF_LIMIT not a whole number: an error, Kubernetes' default kept",
 			env:    map[string]string{"FILER_BACKOFF_LIMIT": "1.5"},
 			issues: []string{"error FILER_BACKOFF_LIMIT"},
@@ -795,5 +806,12 @@ func TestFilerParallelismBoundsAreTheFilers(t *testing.T) {
 	if defaultFilerParallelism != filer.DefaultParallelism || maxFilerParallelism != filer.MaxParallelism {
 		t.Errorf("handler: default %d, max %d; filer: default %d, max %d",
 			defaultFilerParallelism, maxFilerParallelism, filer.DefaultParallelism, filer.MaxParallelism)
+	}
+}
+
+func wantInt(t *testing.T, name string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %d, want %d", name, got, want)
 	}
 }

@@ -61,6 +61,9 @@ const (
 	// ends of its stdout and stderr from its last pod onto its job, so that
 	// they outlive the pod.
 	RecordExecutorLog ActionKind = "record-executor-log"
+	// RecordPreemption adds pods the cluster took from an executor's job
+	// to the job's count (taskmeta.AnnotationPreempted).
+	RecordPreemption ActionKind = "record-preemption"
 	// DeleteTask deletes the anchor, and with it everything it owns.
 	DeleteTask ActionKind = "delete-task"
 )
@@ -70,6 +73,12 @@ type Action struct {
 	Kind   ActionKind `json:"kind"`
 	Part   string     `json:"part,omitempty"`
 	Reason string     `json:"reason,omitempty"`
+	// Pods are the pods a RecordPreemption adds to the job's count,
+	// comma-separated.
+	Pods string `json:"pods,omitempty"`
+	// State is the final state a FailJob means for the task, when not the
+	// part's failure state (PREEMPTED).
+	State string `json:"state,omitempty"`
 }
 
 // Note is a line for the log.

@@ -97,6 +97,9 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		v := int32(n)
 		cfg.ExecutorBackoffLimit = &v
 	}
+	if n, ok := intIn("EXECUTOR_MAX_PREEMPTIONS", 0); ok {
+		cfg.MaxPreemptions = int(n)
+	}
 	if n, ok := intIn("FILER_BACKOFF_LIMIT", 0); ok {
 		v := int32(n)
 		cfg.FilerBackoffLimit = &v

@@ -2,6 +2,8 @@ package steps
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -34,13 +36,66 @@ func failedJob(plan Plan, prog taskmeta.Progress, cfg Config, now time.Time, par
 		msg = fmt.Sprintf("Job '%s' was failed: %s", job.Name, why)
 	}
 	plan.note("info", "%s", msg)
-	return stop(plan, prog, cfg, failedState(part), msg), false
+	return stop(plan, prog, cfg, failedStateOf(part, job), msg), false
+}
+
+// failedStateOf is the final state of a task whose part's job failed: the
+// one the service failed it for (PREEMPTED), else the part's failure
+// state.
+func failedStateOf(part string, job *batchv1.Job) string {
+	if s := job.Annotations[taskmeta.AnnotationFailedState]; s == tesv1.StatePreempted && taskmeta.EndedByService(job) {
+		return s
+	}
+	return failedState(part)
+}
+
+// preempted counts the pods the cluster took from an executor's job
+// (evicted, preempted, lost with their node: the DisruptionTarget
+// condition), which Kubernetes runs again without spending the executor's
+// retries (the job's pod failure policy): each new one is recorded on the
+// job; one more than MaxPreemptions fails the job, and the task ends
+// PREEMPTED (behaviour §1.21). It reports whether it failed the job.
+func preempted(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, part string, job *batchv1.Job, state string) (Plan, bool) {
+	counted := taskmeta.PreemptedPods(job)
+	var fresh []string
+	why := ""
+	for _, pod := range podsOfJob(obs.Pods, job.Name) {
+		reason, message, ok := taskmeta.Disrupted(pod)
+		if !ok || pod.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		why = fmt.Sprintf("pod '%s': %s", pod.Name, joinReason(reason, message))
+		if !slices.Contains(counted, pod.Name) {
+			fresh = append(fresh, pod.Name)
+		}
+	}
+	if len(fresh) > 0 {
+		plan.Actions = append(plan.Actions, Action{Kind: RecordPreemption, Part: part, Pods: strings.Join(fresh, ","), Reason: why})
+	}
+	n := len(counted) + len(fresh)
+	if n <= cfg.MaxPreemptions || prog.IsFailing(part) {
+		return plan, false
+	}
+	if why == "" {
+		why = "pods " + strings.Join(append(counted, fresh...), ", ")
+	}
+	msg := fmt.Sprintf("Executor job '%s' lost its pod to the cluster %d times, more than it is run again (%d, EXECUTOR_MAX_PREEMPTIONS); last %s", job.Name, n, cfg.MaxPreemptions, why)
+	plan.note("error", "%s", msg)
+	plan = failJob(plan, prog, part, msg, state)
+	plan.Actions[len(plan.Actions)-1].State = tesv1.StatePreempted
+	return plan, true
 }
 
 // checkPods fails a running job whose pods cannot start within the pod
 // timeout, and ends a task whose pod was not scheduled within
 // TESK_MAX_QUEUE_SECONDS.
 func checkPods(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now time.Time, part string, job *batchv1.Job, state string) Plan {
+	if _, isExec := taskmeta.ExecutorIndex(part); isExec {
+		var failed bool
+		if plan, failed = preempted(plan, prog, obs, cfg, part, job, state); failed {
+			return plan
+		}
+	}
 	pods := podsOfJob(obs.Pods, job.Name)
 	queued := false
 	for _, pod := range pods {

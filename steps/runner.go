@@ -255,6 +255,7 @@ const (
 	ReasonJobCreated = "JobCreated"
 	ReasonJobFailed  = "JobFailed"
 	ReasonJobDeleted = "JobDeleted"
+	ReasonPreempted  = "Preempted"
 	ReasonCancelled  = "Cancelled"
 	ReasonEnded      = "Ended"
 )

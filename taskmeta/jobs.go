@@ -1,6 +1,7 @@
 package taskmeta
 
 import (
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -78,6 +79,29 @@ func StuckReason(pod *corev1.Pod) (reason, message string, stuck bool) {
 		return corev1.PodReasonUnschedulable, message, true
 	}
 	return "", "", false
+}
+
+// Disrupted returns why the cluster took the pod away, if it did: the
+// reason and message of its DisruptionTarget condition (an eviction, a
+// preemption, the loss of its node), which Kubernetes sets before it
+// stops the pod.
+func Disrupted(pod *corev1.Pod) (reason, message string, ok bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return c.Reason, c.Message, true
+		}
+	}
+	return "", "", false
+}
+
+// PreemptedPods are the pods of an executor job the service counted as
+// taken away by the cluster (AnnotationPreempted).
+func PreemptedPods(j *batchv1.Job) []string {
+	v := j.Annotations[AnnotationPreempted]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // Unschedulable returns the scheduler's message for a pod it cannot place.

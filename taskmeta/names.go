@@ -67,6 +67,14 @@ const (
 	AnnotationExecutorLog = AnnotationPrefix + "executor-log"
 	// AnnotationFailed (job) says why and when the service failed the job.
 	AnnotationFailed = AnnotationPrefix + "failed"
+	// AnnotationFailedState (job) is the final state the task takes when the
+	// service failed the job for a cause other than the job's own
+	// (PREEMPTED); none means the part's failure state.
+	AnnotationFailedState = AnnotationPrefix + "failed-state"
+	// AnnotationPreempted (executor job) lists the job's pods the cluster
+	// took away (DisruptionTarget: evicted, preempted, lost with their
+	// node), comma-separated, as the service counted them.
+	AnnotationPreempted = AnnotationPrefix + "preempted"
 	// AnnotationFailedAt (job) is when the service failed the job (RFC 3339).
 	AnnotationFailedAt = AnnotationPrefix + "failed-at"
 	// AnnotationCreator (anchor) is the subject that created the task

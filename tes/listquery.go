@@ -125,5 +125,5 @@ func MatchTags(filter, tags map[string]string) bool {
 }
 
 // passingStates are the states a task of this service passes through
-// (never UNKNOWN, PAUSED or PREEMPTED).
+// (never UNKNOWN or PAUSED).
 var passingStates = []string{tesv1.StateQueued, tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling}

@@ -199,7 +199,7 @@ var States = []string{"UNKNOWN", "QUEUED", "INITIALIZING", "RUNNING", "PAUSED", 
 	"EXECUTOR_ERROR", "SYSTEM_ERROR", "CANCELED", "PREEMPTED", "CANCELING"}
 
 // The states of a task (tesState) that this service sets. A task is never
-// UNKNOWN, PAUSED or PREEMPTED here.
+// UNKNOWN or PAUSED here.
 const (
 	StateQueued        = "QUEUED"
 	StateInitializing  = "INITIALIZING"
@@ -209,14 +209,17 @@ const (
 	StateSystemError   = "SYSTEM_ERROR"
 	StateCanceling     = "CANCELING"
 	StateCanceled      = "CANCELED"
+	// StatePreempted: the cluster took the executor's pod away (evicted,
+	// preempted, lost with its node) more often than the service runs it
+	// again.
+	StatePreempted = "PREEMPTED"
 )
 
 // IsFinal reports whether a state is one a task never leaves: COMPLETE,
-// EXECUTOR_ERROR, SYSTEM_ERROR, CANCELED, and PREEMPTED, a task the system
-// stopped (this service never sets it; another TES server may).
+// EXECUTOR_ERROR, SYSTEM_ERROR, CANCELED and PREEMPTED.
 func IsFinal(state string) bool {
 	switch state {
-	case StateComplete, StateExecutorError, StateSystemError, StateCanceled, "PREEMPTED":
+	case StateComplete, StateExecutorError, StateSystemError, StateCanceled, StatePreempted:
 		return true
 	}
 	return false
