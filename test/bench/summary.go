@@ -272,7 +272,8 @@ func (s *Summary) Headline() string {
 				msText(bl.Gap.P50), num(ratio(float64(bl.Gap.P50), float64(st.Gap.P50))))
 		}
 		row(fmt.Sprintf("step gap: a job's terminal condition → the next job created, %s steps", num(st.Gap.N)), f)
-		row("handler time of a step that creates the next job", eventText(st.CreateNext, "API request"))
+		row("handler time of a step that creates the next job", fmt.Sprintf("p50 %s (%s made within the step; the Kubernetes Events it records in the background are not counted)",
+			msText(st.CreateNext.P50), plural(float64(st.CreateNext.Requests), "API request")))
 	}
 	if bl := s.Baseline; bl != nil && bl.Pollers > 0 && len(s.Sweeps) > 0 {
 		var counts, handler, ratios []string
