@@ -64,7 +64,7 @@ func Admit(t *taskspec.Task, ns string, cfg Config) error {
 		if ok {
 			continue
 		}
-		return &RefusedFieldError{Executor: i, Field: field, Value: value, Why: refusalHint(field, cfg)}
+		return &RefusedFieldError{Executor: i, Field: field, Value: value, Why: refusalHint(field, cfg, orig)}
 	}
 	if _, err := cfg.BackendParameters.Resolve(t.Resources.BackendParameters); err != nil {
 		return err
@@ -72,9 +72,21 @@ func Admit(t *taskspec.Task, ns string, cfg Config) error {
 	return nil
 }
 
+// secretAskedFor is the secret a volume of the job's pod mounts, if one
+// does (the TESK API's executor secret).
+func secretAskedFor(job *batchv1.Job) string {
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName != "" {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
+}
+
 // refusalHint says what is allowed where a field is allowed with some values
-// only.
-func refusalHint(field string, cfg Config) string {
+// only; for a volume, which secret the executor asks for and the setting
+// that allows it.
+func refusalHint(field string, cfg Config, job *batchv1.Job) string {
 	switch last := field[strings.LastIndexAny(field, ".]")+1:]; {
 	case strings.HasPrefix(field, "metadata.labels"), strings.HasPrefix(field, "spec.template.metadata.labels"):
 		return "allowed labels: " + strings.Join(admittedJobLabels, ", ")
@@ -88,10 +100,14 @@ func refusalHint(field string, cfg Config) string {
 	case field == "metadata.namespace":
 		return "an executor runs in its task's namespace"
 	case strings.Contains(field, ".volumes[") || strings.Contains(field, ".volumeMounts["):
+		hint := fmt.Sprintf("the task's volumes are mounted by the service; the only other volume allowed is the executor secret %q, read-only (EXECUTOR_SECRET_NAME)", cfg.ExecutorSecret.Name)
 		if cfg.ExecutorSecret.Name == "" {
-			return "the task's volumes are mounted by the service; no other volume is allowed (EXECUTOR_SECRET_NAME is unset)"
+			hint = "the task's volumes are mounted by the service; no other volume is allowed (EXECUTOR_SECRET_NAME is unset)"
 		}
-		return fmt.Sprintf("the task's volumes are mounted by the service; the only other volume allowed is the executor secret %q, read-only (EXECUTOR_SECRET_NAME)", cfg.ExecutorSecret.Name)
+		if name := secretAskedFor(job); name != "" && name != cfg.ExecutorSecret.Name {
+			hint += fmt.Sprintf("; the executor asks for secret %q: EXECUTOR_SECRET_NAME=%s allows it", name, name)
+		}
+		return hint
 	case strings.Contains(field, ".containers[") && !strings.Contains(field, "containers[0]"):
 		return "an executor has exactly one container"
 	case strings.Contains(field, "securityContext"):

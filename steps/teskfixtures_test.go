@@ -276,8 +276,8 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 		env  map[string]string
 		want []string // in the error and in the reason on the anchor
 	}{
-		{"unset", nil, []string{"EXECUTOR_SECRET_NAME is unset", `volumeMounts[0]`, `"/etc/secret"`}},
-		{"another secret", map[string]string{"EXECUTOR_SECRET_NAME": "other", "EXECUTOR_SECRET_MOUNT_PATH": "/etc/secret"}, []string{`executor secret "other"`, "(EXECUTOR_SECRET_NAME)"}},
+		{"unset", nil, []string{"EXECUTOR_SECRET_NAME is unset", `volumeMounts[0]`, `"/etc/secret"`, `asks for secret "mysecret": EXECUTOR_SECRET_NAME=mysecret allows it`}},
+		{"another secret", map[string]string{"EXECUTOR_SECRET_NAME": "other", "EXECUTOR_SECRET_MOUNT_PATH": "/etc/secret"}, []string{`executor secret "other"`, "(EXECUTOR_SECRET_NAME)", `asks for secret "mysecret"`}},
 	}
 	for _, c := range refusals {
 		t.Run("fromTesToK8s with its executor secret, EXECUTOR_SECRET_NAME "+c.name+": SYSTEM_ERROR naming the setting, nothing created", func(t *testing.T) {
