@@ -171,6 +171,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultExecutorSecretMountPath is where executors mount the executor
+// secret unless EXECUTOR_SECRET_MOUNT_PATH says otherwise: the TESK API's
+// default.
+const DefaultExecutorSecretMountPath = "/secret"
+
 // DefaultMaxPreemptions is Config.MaxPreemptions unless
 // EXECUTOR_MAX_PREEMPTIONS sets it.
 const DefaultMaxPreemptions = 3

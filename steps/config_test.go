@@ -627,6 +627,15 @@ func TestLoadEnv(t *testing.T) {
 			},
 		},
 		{
+			name: "an executor secret without a mount path: at /secret, as the TESK API mounts it",
+			env:  map[string]string{"EXECUTOR_SECRET_NAME": "creds"},
+			check: func(t *testing.T, c Config) {
+				if c.ExecutorSecret != (ExecutorSecret{Name: "creds", MountPath: "/secret"}) {
+					t.Errorf("%+v", c.ExecutorSecret)
+				}
+			},
+		},
+		{
 			name:   "an executor secret name that is not a name",
 			env:    map[string]string{"EXECUTOR_SECRET_NAME": "My Secret", "EXECUTOR_SECRET_MOUNT_PATH": "/secret"},
 			issues: []string{"error EXECUTOR_SECRET_NAME"},

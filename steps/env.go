@@ -233,6 +233,9 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		}
 	}
 	if name, mount := get("EXECUTOR_SECRET_NAME"), get("EXECUTOR_SECRET_MOUNT_PATH"); name != "" {
+		if mount == "" {
+			mount = DefaultExecutorSecretMountPath
+		}
 		switch {
 		case len(validation.IsDNS1123Subdomain(name)) > 0:
 			bad("error", "EXECUTOR_SECRET_NAME", "%q is not a secret name; no executor secret is mounted", name)
