@@ -65,6 +65,10 @@ type Options struct {
 	// Reach, when set, is the addresses HTTP(S) and FTP connections may
 	// go to; nil: any.
 	Reach *Reach
+	// SkipMissingOutputs: an output the executors did not write is left
+	// out (logged), not a failure; the outputs that exist are uploaded.
+	// For the upload after an executor failed (TESK_OUTPUTS_SKIP_MISSING).
+	SkipMissingOutputs bool
 
 	// Logger receives the filer's logs; nil discards them.
 	Logger *slog.Logger
@@ -162,6 +166,8 @@ func (o Options) withDefaults() Options {
 //	                                    files, in place of NETRC and TESK_FTP_*
 //	FILER_ALLOWED_CIDRS                 private ranges HTTP(S) and FTP may
 //	                                    reach, comma-separated (default none)
+//	TESK_OUTPUTS_SKIP_MISSING           true: outputs the executors did not
+//	                                    write are left out, not a failure
 //
 // The logger is left nil. It fails on a FILER_HTTP_TIMEOUT that is not a
 // positive number of seconds, on a FILER_PARALLELISM that is not a whole
@@ -188,6 +194,13 @@ func OptionsFromEnv() (Options, error) {
 	// Private addresses only where the operator allows them.
 	if o.Reach, err = NewReach(os.Getenv("FILER_ALLOWED_CIDRS")); err != nil {
 		return o, fmt.Errorf("FILER_ALLOWED_CIDRS: %v", err)
+	}
+	switch v := strings.TrimSpace(os.Getenv("TESK_OUTPUTS_SKIP_MISSING")); v {
+	case "", "false":
+	case "true":
+		o.SkipMissingOutputs = true
+	default:
+		return o, fmt.Errorf("TESK_OUTPUTS_SKIP_MISSING: %q is neither true nor false", v)
 	}
 	o.FTPUser = os.Getenv("TESK_FTP_USERNAME")
 	o.FTPPassword = os.Getenv("TESK_FTP_PASSWORD")

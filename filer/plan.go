@@ -156,7 +156,7 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 	case out.Type == taskspec.TypeDirectory:
 		_, fi, err := statIn(r.root, p)
 		if err != nil {
-			return missing(err)
+			return r.missing(i, p, err)
 		}
 		if !fi.IsDir() {
 			return errors.New("not a directory, but the output's type is DIRECTORY")
@@ -180,7 +180,7 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 	default:
 		_, fi, err := statIn(r.root, p)
 		if err != nil {
-			return missing(err)
+			return r.missing(i, p, err)
 		}
 		if fi.IsDir() {
 			return errors.New("a directory, but the output's type is FILE")
@@ -190,6 +190,17 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 		}
 		return add(p, "")
 	}
+}
+
+// missing says that a file the executors were to write is not there, or,
+// when missing outputs are skipped, logs it and leaves the output out; it
+// passes on any other error as it is.
+func (r *runner) missing(i int, p string, err error) error {
+	if r.opts.SkipMissingOutputs && errors.Is(err, fs.ErrNotExist) {
+		r.log.Info("output not written by the executors; left out", "output", i, "path", p)
+		return nil
+	}
+	return missing(err)
 }
 
 // missing says that a file the executors were to write is not there, and
