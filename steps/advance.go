@@ -17,6 +17,9 @@ func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 	var toStart, passed []string
 	state := tesv1.StateQueued
 	for _, part := range prog.Parts {
+		if skippedAfterFailure(prog, part) {
+			continue
+		}
 		if !prog.IsStarted(part) {
 			toStart = append(toStart, part)
 			if part == taskmeta.PartPVC {
@@ -40,7 +43,7 @@ func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 		}
 		var ok bool
 		if plan, ok = partJob(plan, prog, obs, cfg, now, part, state); !ok {
-			return plan
+			return endedAfterFailure(plan, prog)
 		}
 		passed = append(passed, part)
 	}
@@ -57,6 +60,9 @@ func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 		plan = startParts(plan, prog.WithDone(passed...), obs.Event, now, toStart)
 		plan.State = phaseOf(toStart[len(toStart)-1])
 		return plan
+	}
+	if prog.Failed != nil {
+		return uploadedAfterFailure(plan, prog, obs, cfg)
 	}
 	return complete(plan, prog, obs)
 }
@@ -111,7 +117,11 @@ func partJob(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 	case taskmeta.JobComplete:
 		return plan, true
 	case taskmeta.JobFailed:
-		return failedJob(plan, prog, cfg, now, part, job, state)
+		failed, ok := failedJob(plan, prog, cfg, now, part, job, state)
+		if up, uploads := uploadFirst(plan, failed, prog, obs, cfg, now, part); uploads {
+			return up, false
+		}
+		return failed, ok
 	}
 	if taskmeta.EndedByService(job) {
 		if at, ok := taskmeta.FailedAt(job); ok && now.Sub(at) >= cfg.PodTimeout {
@@ -176,14 +186,20 @@ func describeAll(task string, parts []string) []string {
 	return out
 }
 
-// complete ends a task whose parts all passed: the uploaded files recorded,
-// the PVC deleted, COMPLETE written (behaviour §1.3, §1.7).
-func complete(plan Plan, prog taskmeta.Progress, obs Observed) Plan {
+// recordOutputFileLogs records the files the outputs filer uploaded, once.
+func recordOutputFileLogs(plan Plan, prog taskmeta.Progress, obs Observed) Plan {
 	if slices.Contains(prog.Parts, taskmeta.PartOutputsFiler) {
 		if j := obs.Jobs[taskmeta.PartOutputsFiler]; j != nil && j.Annotations[taskmeta.AnnotationOutputFileLogs] == "" {
 			plan.Actions = append(plan.Actions, Action{Kind: RecordOutputFileLogs, Part: taskmeta.PartOutputsFiler})
 		}
 	}
+	return plan
+}
+
+// complete ends a task whose parts all passed: the uploaded files recorded,
+// the PVC deleted, COMPLETE written (behaviour §1.3, §1.7).
+func complete(plan Plan, prog taskmeta.Progress, obs Observed) Plan {
+	plan = recordOutputFileLogs(plan, prog, obs)
 	if prog.IsStarted(taskmeta.PartPVC) {
 		plan.Actions = append(plan.Actions, Action{Kind: DeletePVC, Part: taskmeta.PartPVC})
 	}

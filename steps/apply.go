@@ -242,6 +242,9 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		job = BuildExecutorJob(st.a, spec, i, st.r.Config)
 	} else {
 		job = BuildFilerJob(st.a, act.Part, spec, st.r.Config)
+		if act.Partial {
+			SkipMissingOutputs(job)
+		}
 	}
 	if !st.deadline.IsZero() {
 		left := int64(math.Ceil(st.deadline.Sub(st.r.now()).Seconds()))

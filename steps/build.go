@@ -318,6 +318,15 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 	return j
 }
 
+// SkipMissingOutputs makes an outputs filer job upload the outputs that
+// exist and leave out the others (after an executor failed).
+func SkipMissingOutputs(j *batchv1.Job) {
+	for i := range j.Spec.Template.Spec.Containers {
+		c := &j.Spec.Template.Spec.Containers[i]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "TESK_OUTPUTS_SKIP_MISSING", Value: "true"})
+	}
+}
+
 // ftpEnv passes the FTP credentials: as references to TESK_FTP_SECRET_NAME if
 // it is set, otherwise as values.
 func ftpEnv(cfg Config) []corev1.EnvVar {

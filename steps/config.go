@@ -48,10 +48,14 @@ type Config struct {
 	// away (evicted, preempted, lost with its node) is run again without
 	// spending the executor's retries; one more ends the task PREEMPTED
 	// (EXECUTOR_MAX_PREEMPTIONS).
-	MaxPreemptions    int
-	FilerBackoffLimit *int32
-	FilerHTTPTimeout  string
-	FilerParallelism  int // files each filer moves at once; 0: the filer's default
+	MaxPreemptions int
+	// UploadOutputsOnFailure: a task whose executor fails uploads the
+	// outputs that exist before it ends EXECUTOR_ERROR, unless its tag
+	// TagUploadOutputsOnFailure says otherwise (UPLOAD_OUTPUTS_ON_FAILURE).
+	UploadOutputsOnFailure bool
+	FilerBackoffLimit      *int32
+	FilerHTTPTimeout       string
+	FilerParallelism       int // files each filer moves at once; 0: the filer's default
 	// FilerAllowedCIDRs are the private ranges (comma-separated CIDRs) the
 	// filer may reach for HTTP(S) and FTP URLs; "": none.
 	FilerAllowedCIDRs string

@@ -88,6 +88,17 @@ func TestLoadEnv(t *testing.T) {
 			check:  func(t *testing.T, c Config) { wantNil(t, "ExecutorBackoffLimit", c.ExecutorBackoffLimit) },
 		},
 		{
+			name:  "UPLOAD_OUTPUTS_ON_FAILURE true",
+			env:   map[string]string{"UPLOAD_OUTPUTS_ON_FAILURE": "true"},
+			check: func(t *testing.T, c Config) { wantBool(t, "UploadOutputsOnFailure", c.UploadOutputsOnFailure, true) },
+		},
+		{
+			name:   "UPLOAD_OUTPUTS_ON_FAILURE neither true nor false: a warning, off",
+			env:    map[string]string{"UPLOAD_OUTPUTS_ON_FAILURE": "yes"},
+			issues: []string{"warn UPLOAD_OUTPUTS_ON_FAILURE"},
+			check:  func(t *testing.T, c Config) { wantBool(t, "UploadOutputsOnFailure", c.UploadOutputsOnFailure, false) },
+		},
+		{
 			name:  "EXECUTOR_MAX_PREEMPTIONS sets the runs again of a pod taken away; unset, 3",
 			env:   map[string]string{"EXECUTOR_MAX_PREEMPTIONS": " 0 "},
 			check: func(t *testing.T, c Config) { wantInt(t, "MaxPreemptions", c.MaxPreemptions, 0) },

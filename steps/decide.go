@@ -79,6 +79,9 @@ type Action struct {
 	// State is the final state a FailJob means for the task, when not the
 	// part's failure state (PREEMPTED).
 	State string `json:"state,omitempty"`
+	// Partial: the outputs filer a CreateJob starts uploads the outputs
+	// that exist, after an executor failed (TESK_OUTPUTS_SKIP_MISSING).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Note is a line for the log.
@@ -147,6 +150,7 @@ func (p *Plan) note(level, format string, a ...any) {
 // submission, each started part's job (and its pods), and completion.
 func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	plan := decide(obs, cfg, now)
+	markPartialUpload(&plan, obs)
 	if obs.Anchor.Annotations[taskmeta.AnnotationState] == "" {
 		plan.Actions = recordLogs(plan.Actions, obs)
 	}

@@ -166,6 +166,13 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		d := time.Duration(n) * time.Second
 		cfg.TaskTTL = &d
 	}
+	switch v := get("UPLOAD_OUTPUTS_ON_FAILURE"); v {
+	case "true":
+		cfg.UploadOutputsOnFailure = true
+	case "", "false":
+	default:
+		bad("warn", "UPLOAD_OUTPUTS_ON_FAILURE", "%q is neither true nor false; a task whose executor fails uploads nothing unless its tag %s says so", v, TagUploadOutputsOnFailure)
+	}
 	switch v := get("KEEP_FAILED_PVC"); v {
 	case "true":
 		cfg.KeepFailedPVC = true

@@ -32,6 +32,10 @@ type Progress struct {
 	// the API server rejected, and why: no step tries to delete them again,
 	// and the task stops all the same.
 	Kept []EndedRecord `json:"kept,omitempty"`
+	// Failed is the executor that failed while the task uploads the
+	// outputs that exist before it ends EXECUTOR_ERROR (with its reason);
+	// none otherwise.
+	Failed *EndedRecord `json:"failed,omitempty"`
 }
 
 // Batch says which event recorded the last parts started, and when: a
@@ -70,6 +74,9 @@ func (p Progress) String() string {
 
 // IsStarted reports whether a part was recorded as started.
 func (p Progress) IsStarted(part string) bool { return slices.Contains(p.Started, part) }
+
+// HasPart reports whether the task has a part.
+func (p Progress) HasPart(part string) bool { return slices.Contains(p.Parts, part) }
 
 // IsDone reports whether a part was recorded as done.
 func (p Progress) IsDone(part string) bool { return slices.Contains(p.Done, part) }
@@ -151,6 +158,14 @@ func (p Progress) WithEnded(part, reason string) Progress {
 	return q
 }
 
+// WithFailed returns the record of a task whose executor part failed for
+// reason, and which uploads its outputs before it ends.
+func (p Progress) WithFailed(part, reason string) Progress {
+	q := p.clone()
+	q.Failed = &EndedRecord{Part: part, Reason: reason}
+	return q
+}
+
 // WithKept returns the record with a job whose deletion was rejected.
 func (p Progress) WithKept(part, reason string) Progress {
 	q := p.clone()
@@ -168,6 +183,10 @@ func (p Progress) clone() Progress {
 	q.Failing = slices.Clone(p.Failing)
 	q.Ended = slices.Clone(p.Ended)
 	q.Kept = slices.Clone(p.Kept)
+	if p.Failed != nil {
+		f := *p.Failed
+		q.Failed = &f
+	}
 	if p.Last != nil {
 		l := *p.Last
 		l.Parts = slices.Clone(p.Last.Parts)

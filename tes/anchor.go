@@ -113,13 +113,7 @@ func taskFromSpec(cm *corev1.ConfigMap) *tesv1.Task {
 }
 
 // Tags reads the tags of an anchor.
-func Tags(meta metav1.ObjectMeta) map[string]string {
-	var tags map[string]string
-	if s := meta.Annotations[taskmeta.AnnotationTags]; s != "" {
-		_ = json.Unmarshal([]byte(s), &tags)
-	}
-	return tags
-}
+func Tags(meta metav1.ObjectMeta) map[string]string { return taskmeta.TagsOf(meta) }
 
 var labelValueRE = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`)
 
