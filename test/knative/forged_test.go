@@ -1,0 +1,158 @@
+//go:build knative
+
+package knative
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+)
+
+// Events are hints, on the platform as shipped: while a task runs, anyone
+// who reaches the Broker (the test posts from outside the cluster, as a pod
+// of another namespace could, TestTasksCannotReachTheControlPath shows it
+// reaches the Broker's ingress) posts forged events about it through the
+// real Broker and Triggers: its executor's Job said Failed and then
+// Complete by ApiServerSource-shaped updates, its pod said taken away by
+// the cluster, a task.cancelled, a job.finished and a pod.stuck naming it,
+// and a task.submitted naming a ConfigMap of the tasks' namespace that is
+// not a task. The Broker accepts each (202): nothing authenticates them.
+// The task still ends COMPLETE through its real events, each of its Jobs
+// created once, nothing counted on its job, and the other ConfigMap
+// unchanged.
+func TestForgedEventsChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	api, err := env.TES(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bystander := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "not-a-task", Namespace: Tasks, Labels: map[string]string{"app": "other"}},
+		Data: map[string]string{"JSON_INPUT": `{"executors":[]}`}}
+	if _, err := env.C.Client.CoreV1().ConfigMaps(Tasks).Create(ctx, bystander, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.C.Client.CoreV1().ConfigMaps(Tasks).Delete(context.Background(), bystander.Name, metav1.DeleteOptions{}) })
+
+	jobs := watchJobs(ctx, t)
+	defer jobs.stop()
+	id, err := api.Create(ctx, RepeatTask("victim", 2, "sleep", "20"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs.of(id)
+	if _, err := waitState(ctx, api, id, "RUNNING", 4*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	broker, err := env.URL(ctx, BrokerGVR.Resource, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := taskmeta.ObjectName(id, "ex-00")
+	job := func(conds ...batchv1.JobConditionType) map[string]any {
+		j := batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Name: ex, Namespace: Tasks, Labels: map[string]string{taskmeta.LabelTask: id}}}
+		for _, c := range conds {
+			j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: c, Status: corev1.ConditionTrue, Reason: "Forged"})
+		}
+		j.Status.Succeeded = 1
+		return object(t, j)
+	}
+	pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: ex + "-forged", Namespace: Tasks, Labels: map[string]string{taskmeta.LabelTask: id, batchv1.JobNameLabel: ex}},
+		Status: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}}}
+	const update = "dev.knative.apiserver.resource.update"
+	forged := []struct {
+		typ, subject string
+		data         any
+	}{
+		{update, "/apis/batch/v1/namespaces/" + Tasks + "/jobs/" + ex, job(batchv1.JobFailureTarget, batchv1.JobFailed)},
+		{update, "/apis/batch/v1/namespaces/" + Tasks + "/jobs/" + ex, job(batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)},
+		{update, "/api/v1/namespaces/" + Tasks + "/pods/" + pod.Name, object(t, pod)},
+		{"task.cancelled", "", map[string]any{"task": id, "namespace": Tasks}},
+		{"job.finished", "", map[string]any{"task": id, "job": ex, "namespace": Tasks}},
+		{"pod.stuck", "", map[string]any{"task": id, "job": ex, "pod": pod.Name, "reason": "ErrImagePull", "namespace": Tasks}},
+		{"task.submitted", "", map[string]any{"task": bystander.Name, "namespace": Tasks}},
+	}
+	for i, f := range forged {
+		body, err := json.Marshal(f.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, broker, strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Ce-Specversion", "1.0")
+		req.Header.Set("Ce-Id", fmt.Sprintf("forged-%d-%d", time.Now().UnixNano(), i))
+		req.Header.Set("Ce-Source", "https://kubernetes.default.svc")
+		req.Header.Set("Ce-Type", f.typ)
+		if f.subject != "" {
+			req.Header.Set("Ce-Subject", f.subject)
+		}
+		resp, err := env.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("forged %s: the Broker answered %s, want 202 (it takes events from anyone)", f.typ, resp.Status)
+		}
+	}
+	t.Logf("the Broker accepted %d forged events about task %s", len(forged), id)
+
+	task, err := api.Wait(ctx, id, 4*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != "COMPLETE" {
+		t.Fatalf("task %s after the forged events: %s (system logs %v), want COMPLETE", id, task.State, task.Logs)
+	}
+	for name, n := range jobs.counts() {
+		if n != 1 {
+			t.Errorf("job %s created %d times", name, n)
+		}
+	}
+	if got := jobs.counts(); len(got) != 2 {
+		t.Errorf("jobs of the task %v, want its two executors' once each", got)
+	}
+	j, err := env.C.Client.BatchV1().Jobs(Tasks).Get(ctx, ex, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := taskmeta.PreemptedPods(j); len(got) != 0 {
+		t.Errorf("the forged pod was counted as taken away: %v", got)
+	}
+	cm, err := env.C.Client.CoreV1().ConfigMaps(Tasks).Get(ctx, bystander.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(cm.Labels, bystander.Labels) || len(cm.Annotations) != 0 || !maps.Equal(cm.Data, bystander.Data) {
+		t.Errorf("the ConfigMap a forged task.submitted named was changed: labels %v, annotations %v", cm.Labels, cm.Annotations)
+	}
+}
+
+// object is a Kubernetes object as JSON, as an ApiServerSource carries it.
+func object(t *testing.T, o any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
