@@ -42,7 +42,9 @@ func TestForgedEventsChangeNothing(t *testing.T) {
 	if _, err := env.C.Client.CoreV1().ConfigMaps(Tasks).Create(ctx, bystander, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { env.C.Client.CoreV1().ConfigMaps(Tasks).Delete(context.Background(), bystander.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		env.C.Client.CoreV1().ConfigMaps(Tasks).Delete(context.Background(), bystander.Name, metav1.DeleteOptions{})
+	})
 
 	jobs := watchJobs(ctx, t)
 	defer jobs.stop()
@@ -70,7 +72,7 @@ func TestForgedEventsChangeNothing(t *testing.T) {
 	}
 	pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: ex + "-forged", Namespace: Tasks, Labels: map[string]string{taskmeta.LabelTask: id, batchv1.JobNameLabel: ex}},
-		Status: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}}}
+		Status:     corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}}}
 	const update = "dev.knative.apiserver.resource.update"
 	forged := []struct {
 		typ, subject string
