@@ -90,7 +90,9 @@ func TestCreateOverTheShare(t *testing.T) {
 
 // TestFullPageWithinItsBytes: a FULL page ends before the task that would
 // take it past the byte budget, with a token that resumes there: the pages
-// hold every task once, in the list's order; BASIC pages are not cut.
+// hold every task once, in the list's order; BASIC pages are not cut. So
+// does a FULL page of a state a task passes through (QUEUED, derived from
+// each task's jobs and pods).
 func TestFullPageWithinItsBytes(t *testing.T) {
 	a := newAPITest(t)
 	a.srv.Config.ListBytes = 500_000
@@ -129,15 +131,17 @@ func TestFullPageWithinItsBytes(t *testing.T) {
 	if len(basic) != 1 || len(basic[0]) != 5 {
 		t.Fatalf("BASIC pages %v, want one of 5", basic)
 	}
-	full := order(tesv1.ViewFull)
-	var all []string
-	for _, p := range full {
-		if len(p) > 2 {
-			t.Errorf("a FULL page of %d tasks of 200 kB each, past 500 kB", len(p))
+	for _, view := range []string{tesv1.ViewFull, tesv1.ViewFull + "&state=QUEUED"} {
+		full := order(view)
+		var all []string
+		for _, p := range full {
+			if len(p) > 2 {
+				t.Errorf("%s: a page of %d tasks of 200 kB each, past 500 kB", view, len(p))
+			}
+			all = append(all, p...)
 		}
-		all = append(all, p...)
-	}
-	if fmt.Sprint(all) != fmt.Sprint(basic[0]) {
-		t.Errorf("FULL pages %v, want the list's order %v once", full, basic[0])
+		if fmt.Sprint(all) != fmt.Sprint(basic[0]) {
+			t.Errorf("%s pages %v, want the list's order %v once", view, full, basic[0])
+		}
 	}
 }

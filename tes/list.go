@@ -56,7 +56,12 @@ func (s *Server) list(c echo.Context) error {
 	var page []metav1.ObjectMeta
 	switch {
 	case slices.Contains(passingStates, q.State):
-		page, resp.Tasks, resp.NextPageToken, err = s.pageInState(ctx, sc, q)
+		var afters []string
+		page, afters, resp.Tasks, resp.NextPageToken, err = s.pageInState(ctx, sc, q)
+		if err == nil && q.View == tesv1.ViewFull {
+			// FULL within the page's byte budget, as any FULL page.
+			return s.fullPage(c, page, afters, resp.NextPageToken, nil)
+		}
 	case q.View == tesv1.ViewFull:
 		var afters []string
 		page, afters, resp.NextPageToken, err = pageOf(ctx, sc, q.PageSize)
@@ -159,17 +164,25 @@ func (s *Server) scanner(q ListQuery, selector string, keep func(metav1.ObjectMe
 // so the tasks that have not ended (and that the other filters keep) have
 // their state derived as GET derives it, from their jobs and pods, a chunk
 // of candidates at a time, until the page is full or the scan's budget is
-// spent.
-func (s *Server) pageInState(ctx context.Context, sc *scanner, q ListQuery) ([]metav1.ObjectMeta, []tesv1.Task, string, error) {
+// spent. afters are the tokens that resume after each task of the page; a
+// FULL page's views are left to fullPage.
+func (s *Server) pageInState(ctx context.Context, sc *scanner, q ListQuery) ([]metav1.ObjectMeta, []string, []tesv1.Task, string, error) {
 	var page []metav1.ObjectMeta
+	var afters []string
 	var tasks []tesv1.Task
+	fill := func(token string) ([]metav1.ObjectMeta, []string, []tesv1.Task, string, error) {
+		if q.View == tesv1.ViewFull {
+			return page, afters, tasks, token, nil
+		}
+		return page, afters, tasks, token, s.fill(ctx, page, q.View, tasks)
+	}
 	for {
 		var chunk []scanned
 		stopped := false
 		for len(chunk) < viewChunk {
 			m, ok, err := sc.more(ctx, listChunk)
 			if err != nil {
-				return nil, nil, "", err
+				return nil, nil, nil, "", err
 			}
 			if !ok {
 				stopped = true
@@ -183,30 +196,31 @@ func (s *Server) pageInState(ctx context.Context, sc *scanner, q ListQuery) ([]m
 		}
 		states := make([]tesv1.Task, len(chunk))
 		if err := s.views(ctx, metas, tesv1.ViewMinimal, states, nil); err != nil {
-			return nil, nil, "", err
+			return nil, nil, nil, "", err
 		}
 		for i, t := range states {
 			if t.State != q.State {
 				continue
 			}
 			page, tasks = append(page, metas[i]), append(tasks, t)
+			afters = append(afters, chunk[i].after.String())
 			if len(page) == q.PageSize {
 				more := i < len(chunk)-1
 				if !more {
 					var err error
 					if more, err = sc.hasMore(ctx); err != nil {
-						return nil, nil, "", err
+						return nil, nil, nil, "", err
 					}
 				}
 				token := ""
 				if more {
 					token = chunk[i].after.String()
 				}
-				return page, tasks, token, s.fill(ctx, page, q.View, tasks)
+				return fill(token)
 			}
 		}
 		if stopped {
-			return page, tasks, sc.token(nil, true), s.fill(ctx, page, q.View, tasks)
+			return fill(sc.token(nil, true))
 		}
 	}
 }
