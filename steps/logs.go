@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,6 +85,55 @@ func ExecutorLog(ctx context.Context, client kubernetes.Interface, ns, pod, cont
 	return stdout, "", false, err
 }
 
+// LiveExecutorLog is the end of a running executor's log at a cost bounded
+// by limit, not by the log's length: the end of the log, both streams
+// together, is read first by its last lines; a log shorter than that (the
+// whole log came, under limit bytes) is then read as ExecutorLog reads it,
+// its streams apart where the cluster serves them so, which costs as
+// little. A longer log is answered with its end, both streams together, as
+// stdout: reading a stream apart would read it whole (the API server takes
+// no last lines of one stream).
+func LiveExecutorLog(ctx context.Context, client kubernetes.Interface, ns, pod, container string, limit int) (stdout, stderr string, err error) {
+	if limit <= 0 {
+		limit = DefaultLogTailBytes
+	}
+	lines := int64(limit/16 + 1)
+	var c lineCounter
+	tail, err := readLogTailCounting(ctx, client, ns, pod, &corev1.PodLogOptions{Container: container, TailLines: &lines}, limit, &c)
+	if err != nil {
+		return "", "", err
+	}
+	if c.lines() < lines && c.bytes < int64(limit) {
+		stdout, stderr, _, err = ExecutorLog(ctx, client, ns, pod, container, limit)
+		return stdout, stderr, err
+	}
+	return tail, "", nil
+}
+
+// lineCounter counts the bytes and lines written through it.
+type lineCounter struct {
+	bytes, newlines int64
+	last            byte
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.bytes += int64(len(p))
+	c.newlines += int64(bytes.Count(p, []byte{'\n'}))
+	if len(p) > 0 {
+		c.last = p[len(p)-1]
+	}
+	return len(p), nil
+}
+
+// lines is how many lines were written, a last one without its newline
+// included.
+func (c *lineCounter) lines() int64 {
+	if c.bytes > 0 && c.last != '\n' {
+		return c.newlines + 1
+	}
+	return c.newlines
+}
+
 // interleavedLog is the end of a container's log, both streams as the log
 // interleaves them: asked for by its last lines and bounded again in bytes,
 // as the API server cannot cut a log from its end by bytes.
@@ -106,6 +156,11 @@ func ptrTo[T any](v T) *T { return &v }
 
 // readLogTail streams a container's log and keeps its last limit bytes.
 func readLogTail(ctx context.Context, client kubernetes.Interface, ns, pod string, opts *corev1.PodLogOptions, limit int) (string, error) {
+	return readLogTailCounting(ctx, client, ns, pod, opts, limit, io.Discard)
+}
+
+// readLogTailCounting is readLogTail that also writes all it reads to w.
+func readLogTailCounting(ctx context.Context, client kubernetes.Interface, ns, pod string, opts *corev1.PodLogOptions, limit int, w io.Writer) (string, error) {
 	opts.LimitBytes = ptrTo(int64(maxLogReadBytes))
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -115,7 +170,7 @@ func readLogTail(ctx context.Context, client kubernetes.Interface, ns, pod strin
 	}
 	defer rc.Close()
 	t := &TailBuffer{Limit: limit}
-	if _, err := io.Copy(t, rc); err != nil {
+	if _, err := io.Copy(io.MultiWriter(t, w), rc); err != nil {
 		return "", err
 	}
 	return t.String(), nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,5 +192,66 @@ func TestExecutorLogStreams(t *testing.T) {
 	}
 	if splitRefusedUntil.Load() != 0 {
 		t.Error("a missing pod or a container without a log turned the split streams off")
+	}
+}
+
+// A running executor's log is read at a cost bounded by the tail's bytes:
+// a short log is read as ExecutorLog reads it, its streams apart; a long
+// one only by its last lines, its end answered as stdout, both streams
+// together; neither is read whole. The server honours tailLines as a
+// kubelet does, and counts the bytes it serves.
+func TestLiveExecutorLogReadsNoMoreThanItsTail(t *testing.T) {
+	ctx := context.Background()
+	t.Cleanup(func() { splitRefusedUntil.Store(0) })
+	serve := func(outLines, errLines []string) (kubernetes.Interface, *int) {
+		served := 0
+		var mu sync.Mutex
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			var lines []string
+			switch q.Get("stream") {
+			case "Stdout":
+				lines = outLines
+			case "Stderr":
+				lines = errLines
+			default:
+				lines = append(append([]string{}, outLines...), errLines...)
+			}
+			if k, err := strconv.Atoi(q.Get("tailLines")); err == nil {
+				lines = lines[max(0, len(lines)-k):]
+			}
+			body := strings.Join(lines, "")
+			mu.Lock()
+			served += len(body)
+			mu.Unlock()
+			fmt.Fprint(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, &served
+	}
+	const limit = 1024
+
+	splitRefusedUntil.Store(0)
+	c, served := serve([]string{"out 1\n", "out 2\n"}, []string{"err 1\n"})
+	out, errs, err := LiveExecutorLog(ctx, c, "ns", "p", "executor", limit)
+	if err != nil || out != "out 1\nout 2\n" || errs != "err 1\n" {
+		t.Errorf("a short log: %q %q %v; want its streams apart", out, errs, err)
+	}
+
+	var long []string
+	for i := range 200_000 {
+		long = append(long, fmt.Sprintf("line %06d of a long log\n", i))
+	}
+	c, served = serve(long, []string{"the last error\n"})
+	out, errs, err = LiveExecutorLog(ctx, c, "ns", "p", "executor", limit)
+	if err != nil || len(out) > limit || !strings.HasSuffix(out, "line 199999 of a long log\nthe last error\n") || errs != "" {
+		t.Errorf("a long log: %d bytes ending %q, stderr %q, %v; want its end as stdout", len(out), out[max(0, len(out)-60):], errs, err)
+	}
+	if whole := 200_000 * len(long[0]); *served > 8*limit {
+		t.Errorf("served %d bytes for a tail of %d (the log holds %d)", *served, limit, whole)
 	}
 }
