@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -135,6 +138,26 @@ func (s *Server) create(c echo.Context) error {
 	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
 }
 
+// DefaultSinkTokenFile is where a SinkBinding mounts the OIDC token for its
+// sink (Knative Eventing's authentication-oidc).
+const DefaultSinkTokenFile = "/oidc/token"
+
+// sinkToken is the OIDC token to send with an event, read each time (the
+// SinkBinding renews it before it expires); "" when there is none.
+func (s *Server) sinkToken() string {
+	if s.Config.SinkTokenFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(s.Config.SinkTokenFile)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.Log.Warnw("The sink's token cannot be read; the event goes without it", "file", s.Config.SinkTokenFile, "error", err)
+		}
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // post sends a step's CloudEvent (from package events) to the sink with the
 // id eventID, retrying with bounded backoff. A failure loses nothing: the
 // task's anchor is on the cluster, and the sweep starts a task whose
@@ -149,6 +172,9 @@ func (s *Server) post(ctx context.Context, eventID string, ev cloudevents.Event)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ctx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, 100*time.Millisecond, 3)
+	if token := s.sinkToken(); token != "" {
+		ctx = cehttp.WithCustomHeader(ctx, http.Header{"Authorization": {"Bearer " + token}})
+	}
 	if res := s.Events.Send(ctx, ev); cloudevents.IsUndelivered(res) || !cloudevents.IsACK(res) {
 		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", ev.Type(), "task", ev.Subject(), "error", res)
 	}

@@ -25,6 +25,10 @@ type Config struct {
 	// Sink is where task.submitted and task.cancelled are posted (K_SINK);
 	// none: the events are left out (the sweep starts the tasks).
 	Sink string
+	// SinkTokenFile holds the OIDC token sent as a bearer token with each
+	// event when the file exists (a SinkBinding mounts it when Knative
+	// Eventing's authentication-oidc is on); none: no token is sent.
+	SinkTokenFile string
 	// Info is the service-info (type, and the backend parameters, are set
 	// by the service).
 	Info tesv1.ServiceInfo

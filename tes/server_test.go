@@ -33,6 +33,7 @@ import (
 type sink struct {
 	mu     sync.Mutex
 	events []cloudevents.Event
+	auth   []string // each event's Authorization header
 }
 
 func (s *sink) handler() http.Handler {
@@ -44,6 +45,7 @@ func (s *sink) handler() http.Handler {
 		}
 		s.mu.Lock()
 		s.events = append(s.events, *ev)
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusOK)
 	})

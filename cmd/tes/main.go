@@ -46,6 +46,7 @@ func main() {
 // flag winning.
 type options struct {
 	namespace, kubeconfig, sink string
+	sinkToken                   string
 	port                        int
 	debug                       bool
 	noAuth                      bool
@@ -69,6 +70,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
 	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
 	fs.StringVar(&o.sink, "sink", getenv("K_SINK"), "where task.submitted and task.cancelled are posted (env K_SINK, set by a SinkBinding)")
+	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", tes.DefaultSinkTokenFile), "the OIDC token sent with each event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
 	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
 	fs.BoolVar(&o.debug, "debug", debug, "debug logging (env DEBUG)")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "serve without access control (local development only)")
@@ -193,7 +195,7 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cfg.Namespace, cfg.Sink = o.namespace, o.sink
+	cfg.Namespace, cfg.Sink, cfg.SinkTokenFile = o.namespace, o.sink, o.sinkToken
 	// The state derivation follows the handler's rules and settings, and
 	// the backend parameters a task may set are read as the handler reads
 	// them; a configuration that does not parse stops the API.
