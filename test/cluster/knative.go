@@ -44,6 +44,7 @@ var KnativeChanges = []string{
 	"the job sink, request-reply and the webhook's HorizontalPodAutoscaler left out (config/knative uses none of them)",
 	"config-network: ingress-class is the KIngress stand-in's (" + "standin.ingress.tesk.test" + ")",
 	"config-deployment: " + KnativeImageRegistry + " and dev.local skip tag resolution (already Serving's default), progress deadline 300s",
+	"config-features (Eventing): authentication-oidc enabled, so that the Broker takes events only from senders with a token for it (the sources' own identities, the SinkBinding's), of its namespace (Eventing's default authorization mode)",
 	"config-autoscaler: stable window and scale-to-zero grace period 6s (Knative's least; its defaults are 60s and 30s), so a test sees a revision go back to zero in seconds",
 	"the ConfigMaps eventing-integrations-images and eventing-transformations-images, which Eventing's release adds from knative-extensions/eventing-integrations (Java images), name " + noImage + " for each key: config/knative makes no IntegrationSource, IntegrationSink or EventTransform",
 	"knative.dev/networking's CRDs and config-network, and knative.dev/caching's Image CRD, which Serving's repository links into config/core, are taken from those modules (a module zip holds no links)",
@@ -258,6 +259,8 @@ func adaptKnative(o *unstructured.Unstructured) error {
 			return err
 		}
 		return unstructured.SetNestedField(o.Object, "300s", "data", "progress-deadline")
+	case o.GetKind() == "ConfigMap" && o.GetNamespace() == "knative-eventing" && o.GetName() == "config-features":
+		return unstructured.SetNestedField(o.Object, "enabled", "data", "authentication-oidc")
 	case o.GetKind() == "ConfigMap" && o.GetNamespace() == "knative-serving" && o.GetName() == "config-autoscaler":
 		if err := unstructured.SetNestedField(o.Object, "6s", "data", "stable-window"); err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,17 +18,19 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
-// Events are hints, on the platform as shipped: while a task runs, anyone
-// who reaches the Broker (the test posts from outside the cluster, as a pod
-// of another namespace could, TestTasksCannotReachTheControlPath shows it
-// reaches the Broker's ingress) posts forged events about it through the
-// real Broker and Triggers: its executor's Job said Failed and then
-// Complete by ApiServerSource-shaped updates, its pod said taken away by
-// the cluster, a task.cancelled, a job.finished and a pod.stuck naming it,
-// and a task.submitted naming a ConfigMap of the tasks' namespace that is
-// not a task. The Broker accepts each (202): nothing authenticates them.
-// The task still ends COMPLETE through its real events, each of its Jobs
-// created once, nothing counted on its job, and the other ConfigMap
+// Events are hints, on the platform as shipped. With Eventing's
+// authentication-oidc on, the Broker refuses an event without a token for
+// it (401): anyone who reaches its ingress (the test posts from outside
+// the cluster, as a pod of another namespace could: it reaches the ingress,
+// TestTasksCannotReachTheControlPath shows) is turned away. An insider
+// that holds a token (here the TES API's ServiceAccount's) then posts
+// forged events about a running task through the real Broker and
+// Triggers: its executor's Job said Failed and then Complete by
+// ApiServerSource-shaped updates, its pod said taken away by the cluster, a
+// task.cancelled, a job.finished and a pod.stuck naming it, and a
+// task.submitted naming a ConfigMap of the tasks' namespace that is not a
+// task. The task still ends COMPLETE through its real events, each of its
+// Jobs created once, nothing counted on its job, and the other ConfigMap
 // unchanged.
 func TestForgedEventsChangeNothing(t *testing.T) {
 	ctx := context.Background()
@@ -56,7 +57,7 @@ func TestForgedEventsChangeNothing(t *testing.T) {
 	if _, err := waitState(ctx, api, id, "RUNNING", 4*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	broker, err := env.URL(ctx, BrokerGVR.Resource, "default")
+	token, err := env.BrokerToken(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,28 +92,25 @@ func TestForgedEventsChangeNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, broker, strings.NewReader(string(body)))
+		ev := BrokerEvent{ID: fmt.Sprintf("forged-%d-%d", time.Now().UnixNano(), i), Type: f.typ, Source: "https://kubernetes.default.svc", Subject: f.subject, Data: body}
+		if i == 0 {
+			code, err := env.PostToBroker(ctx, "", ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != http.StatusUnauthorized {
+				t.Fatalf("forged %s without a token: the Broker answered %d, want 401", f.typ, code)
+			}
+		}
+		code, err := env.PostToBroker(ctx, token, ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Ce-Specversion", "1.0")
-		req.Header.Set("Ce-Id", fmt.Sprintf("forged-%d-%d", time.Now().UnixNano(), i))
-		req.Header.Set("Ce-Source", "https://kubernetes.default.svc")
-		req.Header.Set("Ce-Type", f.typ)
-		if f.subject != "" {
-			req.Header.Set("Ce-Subject", f.subject)
-		}
-		resp, err := env.HTTPClient().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("forged %s: the Broker answered %s, want 202 (it takes events from anyone)", f.typ, resp.Status)
+		if code != http.StatusAccepted {
+			t.Fatalf("forged %s with an insider's token: the Broker answered %d, want 202", f.typ, code)
 		}
 	}
-	t.Logf("the Broker accepted %d forged events about task %s", len(forged), id)
+	t.Logf("the Broker refused a forged event without a token and accepted %d with an insider's, about task %s", len(forged), id)
 
 	task, err := api.Wait(ctx, id, 4*time.Minute, nil)
 	if err != nil {

@@ -344,27 +344,17 @@ func livePods(ctx context.Context, t *testing.T, id string) []string {
 // an operator reads to find refused events.
 func TestRefusedEventIsDeadLettered(t *testing.T) {
 	ctx := context.Background()
-	broker, err := env.URL(ctx, BrokerGVR.Resource, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
 	id := fmt.Sprintf("refused-%d", time.Now().UnixNano())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, broker, strings.NewReader(`{"task":"NOT A TASK/.."}`))
+	token, err := env.BrokerToken(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Ce-Specversion", "1.0")
-	req.Header.Set("Ce-Id", id)
-	req.Header.Set("Ce-Source", "test/knative")
-	req.Header.Set("Ce-Type", "task.submitted")
-	resp, err := env.HTTPClient().Do(req)
+	code, err := env.PostToBroker(ctx, token, BrokerEvent{ID: id, Type: "task.submitted", Source: "test/knative", Data: []byte(`{"task":"NOT A TASK/.."}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("broker answered %s, want 202", resp.Status)
+	if code != http.StatusAccepted {
+		t.Fatalf("broker answered %d, want 202", code)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
