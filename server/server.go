@@ -45,6 +45,9 @@ type Server struct {
 	// Telemetry are the instruments and tracer of the steps (nil: from
 	// otel's global providers, on first use).
 	Telemetry *Telemetry
+	// Auth, when set, checks each event's token (EVENTS_AUDIENCE): an
+	// event without a valid one is refused with 401.
+	Auth *EventAuth
 
 	draining atomic.Bool
 	sweeps   sweepFlight
@@ -118,7 +121,7 @@ func (s *Server) Echo() *echo.Echo {
 	e.Server.WriteTimeout = StepTimeout + 10*time.Second
 	e.Server.IdleTimeout = 2 * time.Minute
 	e.HTTPErrorHandler = httperr.Handler
-	e.POST("/", s.event)
+	e.POST("/", s.event, s.authenticate)
 	if s.Runner.Config.TrustEvents {
 		// For local use, as TRUST_EVENTS is: it answers whoever reaches
 		// the handler. Deployed, a task is read through the TES API, which
@@ -133,6 +136,20 @@ func (s *Server) Echo() *echo.Echo {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 	return e
+}
+
+// authenticate refuses an event whose token Auth does not accept.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.Auth == nil {
+			return next(c)
+		}
+		if err := s.Auth.Verify(c.Request().Context(), c.Request()); err != nil {
+			s.Log.Warnw("Event refused: not from a known sender", "error", err, "remote", c.Request().RemoteAddr)
+			return c.JSON(http.StatusUnauthorized, map[string]string{"error": err.Error()})
+		}
+		return next(c)
+	}
 }
 
 // Drain makes /readyz fail, so that no new request is routed here while the

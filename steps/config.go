@@ -116,6 +116,10 @@ type Config struct {
 	// runs and whether it is cancelled are read from its anchor, which the
 	// TES API (or the TESK API) wrote (behaviour §5.2).
 	TrustEvents bool
+	// EventsAudience, when set, is the audience of the token each event
+	// must carry (EVENTS_AUDIENCE): Knative Eventing's authentication-oidc
+	// on, and the Triggers' subscriber audience set to it.
+	EventsAudience string
 
 	// UserSecretPrefix, if set, gives the filer jobs of a task that the TES
 	// API created for a known user the secret <prefix><user hash> in place

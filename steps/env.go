@@ -277,6 +277,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 			cfg.TrustEvents = b
 		}
 	}
+	cfg.EventsAudience = get("EVENTS_AUDIENCE")
 	if v := get("FILER_USER_SECRET_PREFIX"); v != "" {
 		// The prefix and a hash of 20 characters make a secret name.
 		if errs := validation.IsDNS1123Subdomain(v + strings.Repeat("0", userHashLen)); len(errs) > 0 || strings.HasSuffix(v, ".") {

@@ -136,6 +136,12 @@ func run(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.EventsAudience != "" {
+		if srv.Auth, err = server.NewEventAuth(rc, cfg.EventsAudience, cmdutil.PodNamespace(cfg.Namespace)); err != nil {
+			return err
+		}
+		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
+	}
 	e := srv.Echo()
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
 	if err != nil {

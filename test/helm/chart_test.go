@@ -116,6 +116,8 @@ func TestTemplateValues(t *testing.T) {
 			"ingress": map[string]any{"className": "nginx", "annotations": map[string]any{"nginx.ingress.kubernetes.io/upstream-vhost": "tesk-tes.tesk.svc.cluster.local"}}}},
 			[]string{"kind: Ingress", "ingressClassName: nginx", "nginx.ingress.kubernetes.io/upstream-vhost: tesk-tes.tesk.svc.cluster.local",
 				"- hosts: [ingress.example.org]\n      secretName: tes-tls", "- host: ingress.example.org", "name: tesk-tes\n                port:\n                  number: 80"}},
+		{"events' audience", map[string]any{"auth": none, "handler": map[string]any{"eventsAudience": "tesk-handler"}},
+			[]string{`EVENTS_AUDIENCE: "tesk-handler"`, "      name: tesk-handler\n    audience: \"tesk-handler\"\n  delivery:"}},
 		{"services", map[string]any{"auth": none,
 			"handler": map[string]any{"minScale": 1, "maxScale": 10, "containerConcurrency": 20, "resources": map[string]any{
 				"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"memory": "2Gi"}}},

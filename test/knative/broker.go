@@ -26,7 +26,13 @@ func (e *Env) PostToBroker(ctx context.Context, token string, ev BrokerEvent) (i
 	if err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, broker, strings.NewReader(string(ev.Data)))
+	return e.PostTo(ctx, broker, token, ev)
+}
+
+// PostTo posts an event in binary mode to url with the bearer token given
+// (none: unauthenticated) and returns the status code.
+func (e *Env) PostTo(ctx context.Context, url, token string, ev BrokerEvent) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(ev.Data)))
 	if err != nil {
 		return 0, err
 	}

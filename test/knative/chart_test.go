@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +26,13 @@ import (
 )
 
 // The chart (charts/tesk-knative) installed with the Helm SDK beside
-// config/knative, in namespaces of its own, with only the images and the
-// issuer set: it becomes Ready and runs a TES task to COMPLETE; an upgrade
+// config/knative, in namespaces of its own, with only the images, the
+// issuer and the events' audience set: it becomes Ready; its handler
+// refuses an event posted to it without a token (401) and takes one with a
+// token of its namespace for the audience, as the Triggers send (Eventing's
+// authentication-oidc is on); it runs a TES task to COMPLETE, its next Job
+// created seconds after the last ended (the Triggers' events, not the
+// minute's sweep); an upgrade
 // to a new handler image and a TTL while a task runs leaves that task to
 // complete on the new revision; an uninstall leaves none of the release's
 // objects behind.
@@ -52,7 +59,8 @@ func TestChartOnKnative(t *testing.T) {
 			"handler": image(HandlerImage), "tes": image(TESImage), "filer": image(FilerImage),
 			"eventDisplay": image(EventDisplayImage),
 		},
-		"auth": map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
+		"auth":    map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
+		"handler": map[string]any{"eventsAudience": "tesk-chart-handler"},
 	}
 	helm := func(verb string, vals map[string]any) string {
 		t.Helper()
@@ -97,6 +105,29 @@ func TestChartOnKnative(t *testing.T) {
 	}
 	t.Logf("chart installed and Ready in %s", time.Since(t0).Round(time.Millisecond))
 
+	handlerURL, err := chart.URL(ctx, ServiceGVR.Resource, "tesk-handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	insider, err := env.C.Client.CoreV1().ServiceAccounts(platform).CreateToken(ctx, "tesk-tes",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{"tesk-chart-handler"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", http.StatusUnauthorized}, {insider.Status.Token, http.StatusOK}} {
+		ev := BrokerEvent{ID: fmt.Sprintf("direct-%d", time.Now().UnixNano()), Type: "dev.knative.sources.ping", Source: "test/knative", Data: []byte(`{}`)}
+		code, err := chart.PostTo(ctx, handlerURL, c.token, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.want {
+			t.Errorf("an event posted to the handler with token %v: %d, want %d", c.token != "", code, c.want)
+		}
+	}
+
 	api, err := chart.TES(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +141,14 @@ func TestChartOnKnative(t *testing.T) {
 	}
 	if err := waitJob(ctx, tasks, id+"-ex-01", 4*time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	ex0, err0 := env.C.Client.BatchV1().Jobs(tasks).Get(ctx, id+"-ex-00", metav1.GetOptions{})
+	ex1, err1 := env.C.Client.BatchV1().Jobs(tasks).Get(ctx, id+"-ex-01", metav1.GetOptions{})
+	if err0 != nil || err1 != nil || ex0.Status.CompletionTime == nil {
+		t.Fatalf("the task's Jobs: %v, %v", err0, err1)
+	}
+	if gap := ex1.CreationTimestamp.Sub(ex0.Status.CompletionTime.Time); gap > 15*time.Second {
+		t.Errorf("ex-01 created %s after ex-00 completed: the Triggers' events were not taken (the minute's sweep took the step)", gap)
 	}
 	values["images"].(map[string]any)["handler"] = image(HandlerImageNext)
 	values["tasks"] = map[string]any{"ttlSeconds": 3600}
