@@ -160,7 +160,8 @@ func statIn(root *os.Root, execPath string) (string, fs.FileInfo, error) {
 }
 
 // glob lists the regular files on the task volume whose executor paths match
-// pattern (path.Match syntax per component, as taskspec.Output.URLFor uses).
+// pattern (POSIX patterns per component, taskspec.MatchName, as
+// taskspec.Output.URLFor reads them).
 // Directories that match the whole pattern are reported apart, as they are
 // not uploaded. The result is sorted.
 func glob(root *os.Root, pattern string) (files, dirs []string, err error) {
@@ -185,7 +186,7 @@ func glob(root *os.Root, pattern string) (files, dirs []string, err error) {
 					return nil, nil, err
 				}
 				for _, n := range rd {
-					if ok, _ := path.Match(part, n); ok {
+					if ok, _ := taskspec.MatchName(part, n); ok {
 						names = append(names, n)
 					}
 				}

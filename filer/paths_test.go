@@ -134,7 +134,8 @@ func TestResolve(t *testing.T) {
 
 func TestGlob(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"data/a/out.txt", "data/b/out.txt", "data/b/other.txt", "data/c/d/out.txt", "data/x.txt", "data/[lit]/out.txt"} {
+	for _, f := range []string{"data/a/out.txt", "data/b/out.txt", "data/b/other.txt", "data/c/d/out.txt", "data/x.txt", "data/[lit]/out.txt",
+		"data/.hidden.txt", "data/.cache/out.txt", "work/.command.out", "work/.exitcode", "work/a.txt", "work/b.csv"} {
 		writeFile(t, filepath.Join(dir, f), f)
 	}
 	mkdirAll(t, filepath.Join(dir, "data/dir.txt"))
@@ -156,13 +157,21 @@ func TestGlob(t *testing.T) {
 		{"/data/\\[lit]/*", []string{"/data/[lit]/out.txt"}, nil},
 		{"/data/*/d/*", []string{"/data/c/d/out.txt"}, nil},
 		{"/nothing/*", nil, nil},
+		// POSIX: a leading period is matched only by a period written
+		// first, so a work directory's control files stay out of `*`.
+		{"/work/*", []string{"/work/a.txt", "/work/b.csv"}, nil},
+		{"/work/.*", []string{"/work/.command.out", "/work/.exitcode"}, nil},
+		{"/work/.command.*", []string{"/work/.command.out"}, nil},
+		{"/data/.*/out.txt", []string{"/data/.cache/out.txt"}, nil},
+		{"/work/[!a]*", []string{"/work/b.csv"}, nil},
+		{"/work/?exitcode", nil, nil},
 	} {
 		files, dirs, err := glob(root, tc.pattern)
 		if err != nil || !reflect.DeepEqual(files, tc.files) || !reflect.DeepEqual(dirs, tc.dirs) {
 			t.Errorf("glob(%q) = %q, %q, %v; want %q, %q", tc.pattern, files, dirs, err, tc.files, tc.dirs)
 		}
 		// Every match belongs to the output, as URLFor sees it.
-		out := taskspec.Output{URL: "s3://b/p", Path: tc.pattern, PathPrefix: "/data"}
+		out := taskspec.Output{URL: "s3://b/p", Path: tc.pattern, PathPrefix: taskspec.StaticDir(tc.pattern)}
 		for _, f := range files {
 			if _, ok := out.URLFor(f); !ok {
 				t.Errorf("glob(%q) matched %q, which URLFor refuses", tc.pattern, f)

@@ -251,7 +251,7 @@ func (t *Task) Refusal() error {
 		if !within(out.PathPrefix, out.Path) {
 			return fmt.Errorf("outputs[%d].path_prefix %q is not a prefix of its path %q", i, out.PathPrefix, out.Path)
 		}
-		if _, err := path.Match(out.Path, out.Path); err != nil {
+		if _, err := MatchPattern(out.Path, out.Path); err != nil {
 			return fmt.Errorf("outputs[%d].path %q is not a valid pattern: %v", i, out.Path, err)
 		}
 	}
@@ -343,7 +343,7 @@ func (o Output) URLFor(execPath string) (string, bool) {
 	op := path.Clean(o.Path)
 	switch {
 	case HasWildcard(op):
-		if ok, _ := path.Match(op, p); !ok || !within(o.PathPrefix, p) {
+		if ok, _ := MatchPattern(op, p); !ok || !within(o.PathPrefix, p) {
 			return "", false
 		}
 		return joinURL(o.URL, strings.TrimPrefix(p, strings.TrimSuffix(o.PathPrefix, "/"))), true

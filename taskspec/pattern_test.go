@@ -1,0 +1,37 @@
+package taskspec
+
+import "testing"
+
+func TestMatchPattern(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/work/*.txt", "/work/a.txt", true},
+		{"/work/*.txt", "/work/.hidden.txt", false},
+		{"/work/*", "/work/.command.out", false},
+		{"/work/?command.out", "/work/.command.out", false},
+		{"/work/[.]command.out", "/work/.command.out", false},
+		{"/work/.*", "/work/.command.out", true},
+		{`/work/\.c*`, "/work/.command.out", true},
+		{"/work/.command.*", "/work/.command.err", true},
+		{"/work/*/x.txt", "/work/.nf/x.txt", false},
+		{"/work/.nf/*.txt", "/work/.nf/x.txt", true},
+		{"/work/*.txt", "/work/sub/a.txt", false},
+		{"/work/*/*.txt", "/work/sub/a.txt", true},
+		{"/work/[!a]*", "/work/b.txt", true},
+		{"/work/[!a]*", "/work/a.txt", false},
+		{"/work/[!a]*", "/work/!x", true},
+		{"/work/[^a]*", "/work/a.txt", false},
+		{`/work/\[!a]`, "/work/[!a]", true},
+		{"/work/a.txt", "/work/a.txt", true},
+	} {
+		got, err := MatchPattern(tc.pattern, tc.path)
+		if err != nil || got != tc.want {
+			t.Errorf("MatchPattern(%q, %q) = %v, %v; want %v", tc.pattern, tc.path, got, err, tc.want)
+		}
+	}
+	if _, err := MatchPattern("/work/[a", "/work/a"); err == nil {
+		t.Error("a malformed pattern matched without an error")
+	}
+}
