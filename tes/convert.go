@@ -45,11 +45,16 @@ const maxNameBytes = 4096
 func bad(format string, a ...any) error { return invalid.Errorf(format, a...) }
 
 // DecodeTask parses a create request's body: one JSON object that is a
-// tesTask, without fields outside the specification. The fields the server
+// tesTask, without fields outside the specification (each under its proto
+// name or, as protojson reads it, its lowerCamelCase JSON name). The fields the server
 // sets (id, state, logs, creation_time) are ignored.
 func DecodeTask(body []byte) (*tesv1.Task, error) {
 	if len(body) > MaxRequestBytes {
 		return nil, bad("the task is %d bytes, more than %d", len(body), MaxRequestBytes)
+	}
+	body, err := protoNames(body)
+	if err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
