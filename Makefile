@@ -75,7 +75,7 @@ browser-deps:
 
 # Only the end-to-end tests of the task flow and timers (and the dashboard's
 # in a browser).
-e2e: cluster-bins browser-deps
+e2e: cluster-bins browser-deps filer-deps
 	$(GO) test -tags e2e -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
 
 # The handler on :8080 with the Role of config/knative, fed by the

@@ -8,9 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/elixir-cloud-aai/tesk-knative/test/ftpserver"
 	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 )
 
@@ -189,19 +187,13 @@ func (s *s3Server) awsOptions() AWSOptions {
 	return AWSOptions{Endpoint: s.Endpoint, AccessKeyID: s.AccessKey, SecretAccessKey: s.Secret, DisableIMDS: true}
 }
 
-// ftpServer is a running vsftpd with a user whose home is Home, and
-// anonymous access to Anon.
-type ftpServer struct {
-	Port       int
-	User, Pass string
-	Home, Anon string
-	Log        string
-}
+// ftpServer is a running vsftpd (test/ftpserver) on loopback.
+type ftpServer struct{ *ftpserver.Server }
 
 // The FTP test user, created by test/filer-deps.sh.
 const (
-	ftpUser = "teskftp"
-	ftpPass = "teskftp-test-pw"
+	ftpUser = ftpserver.User
+	ftpPass = ftpserver.Pass
 )
 
 var (
@@ -212,113 +204,21 @@ var (
 
 func startFTP(t testing.TB) *ftpServer {
 	t.Helper()
-	ftpOnce.Do(func() { ftpSrv, ftpSrvErr = launchFTP(t) })
+	ftpOnce.Do(func() {
+		srv, err := ftpserver.StartOn("127.0.0.1")
+		if err != nil {
+			ftpSrvErr = err
+			return
+		}
+		ftpSrv = &ftpServer{srv}
+		serversMu.Lock()
+		stoppers = append(stoppers, srv.Stop)
+		serversMu.Unlock()
+	})
 	if ftpSrvErr != nil {
 		t.Fatalf("FTP server: %v", ftpSrvErr)
 	}
 	return ftpSrv
-}
-
-func launchFTP(t testing.TB) (*ftpServer, error) {
-	bin, err := exec.LookPath("vsftpd")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/vsftpd", "/sbin/vsftpd"} {
-			if _, err := os.Stat(p); err == nil {
-				bin = p
-			}
-		}
-	}
-	if bin == "" {
-		return nil, fmt.Errorf("vsftpd is not installed: %s", depsHint)
-	}
-	u, err := user.Lookup(ftpUser)
-	if err != nil {
-		return nil, fmt.Errorf("user %s is missing: %s", ftpUser, depsHint)
-	}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("vsftpd needs root to log users in; the tests run as uid %d", os.Geteuid())
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "filer-ftp-")
-	if err != nil {
-		return nil, err
-	}
-	s := &ftpServer{User: ftpUser, Pass: ftpPass, Home: filepath.Join(dir, "home"), Anon: filepath.Join(dir, "anon"), Log: filepath.Join(dir, "vsftpd.log")}
-	for _, d := range []string{s.Home, s.Anon} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.Chown(s.Home, uid, gid); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll("/var/run/vsftpd/empty", 0o755); err != nil {
-		return nil, err
-	}
-	s.Port = freePort(t)
-	pasv := 30000 + (os.Getpid()*7+s.Port)%30000
-	if pasv > 59900 {
-		pasv -= 100
-	}
-	conf := fmt.Sprintf(`listen=YES
-listen_ipv6=NO
-listen_address=127.0.0.1
-listen_port=%d
-background=NO
-anonymous_enable=YES
-anon_root=%s
-no_anon_password=YES
-anon_upload_enable=NO
-anon_mkdir_write_enable=NO
-local_enable=YES
-write_enable=YES
-local_umask=022
-chroot_local_user=YES
-allow_writeable_chroot=YES
-local_root=%s
-pasv_enable=YES
-pasv_min_port=%d
-pasv_max_port=%d
-pasv_address=127.0.0.1
-seccomp_sandbox=NO
-isolate=NO
-isolate_network=NO
-pam_service_name=vsftpd
-secure_chroot_dir=/var/run/vsftpd/empty
-userlist_enable=NO
-max_clients=100
-max_per_ip=100
-delay_failed_login=0
-xferlog_enable=YES
-log_ftp_protocol=YES
-vsftpd_log_file=%s
-syslog_enable=NO
-utf8_filesystem=YES
-`, s.Port, s.Anon, s.Home, pasv, pasv+99, s.Log)
-	confFile := filepath.Join(dir, "vsftpd.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, confFile)
-	out, _ := os.Create(filepath.Join(dir, "stderr"))
-	cmd.Stdout, cmd.Stderr = out, out
-	stop, err := startProcess(cmd, fmt.Sprintf("127.0.0.1:%d", s.Port))
-	if err != nil {
-		b, _ := os.ReadFile(out.Name())
-		return nil, fmt.Errorf("%v: %s", err, b)
-	}
-	serversMu.Lock()
-	stoppers = append(stoppers, func() {
-		stop()
-		out.Close()
-		os.RemoveAll(dir)
-	})
-	serversMu.Unlock()
-	return s, nil
 }
 
 // url is an FTP URL of a path below the user's home.
@@ -329,18 +229,7 @@ func (s *ftpServer) url(host, p string) string {
 // write puts a file below the user's home, owned by the user.
 func (s *ftpServer) write(t testing.TB, rel, content string) {
 	t.Helper()
-	p := filepath.Join(s.Home, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := s.Write(rel, content); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	u, _ := user.Lookup(ftpUser)
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	for d := filepath.Dir(p); strings.HasPrefix(d, s.Home); d = filepath.Dir(d) {
-		_ = os.Chown(d, uid, gid)
-	}
-	_ = os.Chown(p, uid, gid)
 }
