@@ -215,6 +215,11 @@ var StorageSchemes = []string{"http", "https", "ftp", "s3", "file"}
 // checkURL refuses an input's or output's URL that the filer could never
 // fetch: no scheme, one it does not speak, or a form it cannot read.
 func checkURL(raw string) error {
+	if strings.HasPrefix(raw, "_:") {
+		// cwl-tes sends a CWL Directory literal so: a blank node's
+		// identifier, without its listing.
+		return fmt.Errorf("%q is the identifier of a CWL literal, which names no data: send its files as inputs of their own (content or URLs)", taskspec.Redact(raw))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL: %v", taskspec.Redact(raw), strings.TrimPrefix(err.Error(), "parse "))

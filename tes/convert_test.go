@@ -250,6 +250,7 @@ func TestValidate(t *testing.T) {
 		{"ram as a string", `{` + ok + `,"resources":{"ram_gb":"2"}}`, "resources.ram_gb: a JSON string where a number is expected"},
 		{"unknown resources field", `{` + ok + `,"resources":{"gpus":1}}`, `unknown field "gpus"`},
 		{"input url without scheme", `{` + ok + `,"inputs":[{"path":"/data/a","url":"/data/a"}]}`, "inputs[0].url: \"/data/a\" has no scheme"},
+		{"a CWL literal Directory (cwl-tes 0.3)", `{` + ok + `,"inputs":[{"name":"dir1","description":"cwl_input:dir1","url":"_:5cb672c1-2c9b-4659-a5eb-24289b3a83ad","path":"/var/lib/cwl/stg1/cwl","type":"DIRECTORY"}]}`, "inputs[0].url: \"_:5cb672c1-2c9b-4659-a5eb-24289b3a83ad\" is the identifier of a CWL literal, which names no data"},
 		{"input url a word", `{` + ok + `,"inputs":[{"path":"/data/a","url":"not a url"}]}`, "inputs[0].url"},
 		{"input gs url", `{` + ok + `,"inputs":[{"path":"/data/a","url":"gs://b/a"}]}`, `inputs[0].url: the scheme "gs" is not supported (one of http, https, ftp, s3, file)`},
 		{"input s3 without slashes", `{` + ok + `,"inputs":[{"path":"/data/a","url":"s3:b/a"}]}`, `inputs[0].url: "s3:b/a" is not of the form s3://...`},
