@@ -114,3 +114,37 @@ func TestFileURLsStayBelowBasePath(t *testing.T) {
 	task := newTask([]taskspec.Input{{URL: "file:///transfer/host/x", Path: "/data/x"}}, nil)
 	wantContains(t, "error", runErr(t, ModeInputs, task, opts), "HOST_BASE_PATH")
 }
+
+// Nextflow's nf-ga4gh (1.4.2, TesTaskHandler.inItem and outItem) stages
+// and collects files by their names: a name with a bracket or a question
+// mark is an input's path as it is, and an output's path as it is when the
+// output has no path_prefix; with one it is a pattern.
+func TestFileNamesWithPatternCharacters(t *testing.T) {
+	opts, base := fileOptions(t)
+	writeFile(t, filepath.Join(base, "in/sample[1]?.fq"), "reads")
+	task := newTask([]taskspec.Input{
+		{URL: "file:///transfer/host/in/sample%5B1%5D%3F.fq", Path: "/work/sample[1]?.fq"},
+	}, []taskspec.Output{
+		{URL: "file:///transfer/host/out/x[1].txt", Path: "/work/x[1].txt"},
+		{URL: "file:///transfer/host/out/glob", Path: "/work/y[12].txt", PathPrefix: "/work"},
+	})
+	mustRun(t, ModeInputs, task, opts)
+	if got := readFile(t, inTask(opts, "/work/sample[1]?.fq")); got != "reads" {
+		t.Errorf("the input holds %q", got)
+	}
+	writeFile(t, inTask(opts, "/work/x[1].txt"), "literal")
+	writeFile(t, inTask(opts, "/work/y1.txt"), "matched")
+	writeFile(t, inTask(opts, "/work/y[12].txt"), "not matched")
+	files := mustRun(t, ModeOutputs, task, opts)
+	if len(files) != 2 {
+		t.Errorf("uploaded %+v", files)
+	}
+	for p, want := range map[string]string{"out/x[1].txt": "literal", "out/glob/y1.txt": "matched"} {
+		if got := readFile(t, filepath.Join(base, p)); got != want {
+			t.Errorf("%s holds %q, want %q", p, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "out/glob/y[12].txt")); err == nil {
+		t.Error("the pattern's own name was uploaded")
+	}
+}

@@ -136,7 +136,7 @@ func (r *runner) planOutput(i int, out taskspec.Output, send func(job) bool) err
 		return nil
 	}
 	switch {
-	case taskspec.HasWildcard(p):
+	case out.Pattern():
 		files, dirs, err := glob(r.root, p)
 		if err != nil {
 			return err

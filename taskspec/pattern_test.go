@@ -35,3 +35,29 @@ func TestMatchPattern(t *testing.T) {
 		t.Error("a malformed pattern matched without an error")
 	}
 }
+
+func TestOutputPattern(t *testing.T) {
+	for _, tc := range []struct {
+		out      Output
+		pattern  bool
+		mountDir string
+	}{
+		{Output{Path: "/work/*.txt", PathPrefix: "/work"}, true, "/work"},
+		{Output{Path: "/work/a?/b.txt", PathPrefix: "/work"}, true, "/work"},
+		{Output{Path: "/work/x[1]/y.txt", PathPrefix: "/work"}, true, "/work"},
+		{Output{Path: "/work/x[1]/y.txt"}, false, "/work/x[1]"},
+		{Output{Path: "/work/x[1]", Type: TypeDirectory}, false, "/work/x[1]"},
+		{Output{Path: "/work/plain.txt", PathPrefix: "/work"}, false, "/work"},
+	} {
+		if got := tc.out.Pattern(); got != tc.pattern {
+			t.Errorf("%+v: Pattern() = %v", tc.out, got)
+		}
+		if got := tc.out.MountDir(); got != tc.mountDir {
+			t.Errorf("%+v: MountDir() = %q, want %q", tc.out, got, tc.mountDir)
+		}
+		task := Task{Outputs: []Output{tc.out}}
+		if err := task.Refusal(); err != nil {
+			t.Errorf("%+v refused: %v", tc.out, err)
+		}
+	}
+}

@@ -224,6 +224,18 @@ func CheckPath(p string) error {
 // HasWildcard reports whether a path has glob characters (TES 1.1 wildcards).
 func HasWildcard(p string) bool { return strings.ContainsAny(p, "*?[") }
 
+// IsPattern reports whether an output's path, with its path_prefix, is a
+// pattern that selects files (TES 1.1 wildcards): it has `*` or `?`, or a
+// bracket and a path_prefix. Without path_prefix a bracket is part of a
+// file's name, as Nextflow's nf-ga4gh sends an output named so (it takes
+// only `*` and `?` for a glob, and only then sets path_prefix).
+func IsPattern(p, prefix string) bool {
+	return strings.ContainsAny(p, "*?") || (strings.Contains(p, "[") && prefix != "")
+}
+
+// Pattern reports whether the output's path is a pattern (IsPattern).
+func (o Output) Pattern() bool { return IsPattern(o.Path, o.PathPrefix) }
+
 // Refusal says why a task that parses cannot run: the taskmaster stops with
 // this error before it creates the PVC or any job.
 func (t *Task) Refusal() error {
@@ -233,12 +245,12 @@ func (t *Task) Refusal() error {
 		}
 	}
 	for i, out := range t.Outputs {
-		if !HasWildcard(out.Path) && out.MountDir() == "/" {
+		if !out.Pattern() && out.MountDir() == "/" {
 			return fmt.Errorf("outputs[%d].path %q is a file directly under /: its directory would need a mount at /", i, out.Path)
 		}
 	}
 	for i, out := range t.Outputs {
-		if !HasWildcard(out.Path) {
+		if !out.Pattern() {
 			continue
 		}
 		first := strings.SplitN(strings.TrimPrefix(out.Path, "/"), "/", 2)[0]
@@ -300,7 +312,7 @@ func (in Input) MountDir() string { return mountDir(in.Path, in.Type) }
 // a DIRECTORY's own path, a FILE's directory, and for a pattern its deepest
 // directory without wildcards.
 func (o Output) MountDir() string {
-	if p := path.Clean(o.Path); HasWildcard(p) {
+	if p := path.Clean(o.Path); o.Pattern() {
 		return StaticDir(p)
 	}
 	return mountDir(o.Path, o.Type)
@@ -342,7 +354,7 @@ func (o Output) URLFor(execPath string) (string, bool) {
 	p := path.Clean(execPath)
 	op := path.Clean(o.Path)
 	switch {
-	case HasWildcard(op):
+	case o.Pattern():
 		if ok, _ := MatchPattern(op, p); !ok || !within(o.PathPrefix, p) {
 			return "", false
 		}

@@ -31,6 +31,9 @@ func TestURLFor(t *testing.T) {
 		{"http query kept after the path", Output{URL: "https://h/c?sv=1&sig=x", Path: "/data", Type: TypeDirectory}, "/data/s/f.txt", "https://h/c/s/f.txt?sv=1&sig=x"},
 		{"ftp non-ASCII", Output{URL: "ftp://h/d/", Path: "/data", Type: TypeDirectory}, "/data/é.txt", "ftp://h/d/%C3%A9.txt"},
 		{"file URL", Output{URL: "file:///base/out", Path: "/data/*", PathPrefix: "/data"}, "/data/x y", "file:///base/out/x%20y"},
+		{"a bracket without path_prefix is a name", Output{URL: "s3://b/k", Path: "/work/x[1].txt"}, "/work/x[1].txt", "s3://b/k"},
+		{"a bracket without path_prefix matches nothing else", Output{URL: "s3://b/k", Path: "/work/x[1].txt"}, "/work/x1.txt", ""},
+		{"a bracket with path_prefix is a pattern", Output{URL: "s3://b/w", Path: "/work/x[1].txt", PathPrefix: "/work"}, "/work/x1.txt", "s3://b/w/x1.txt"},
 	} {
 		got, ok := tc.out.URLFor(tc.file)
 		if ok != (tc.want != "") || got != tc.want {

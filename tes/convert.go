@@ -159,9 +159,6 @@ func Validate(t *tesv1.Task) error {
 		if in.Content != "" && in.Type == taskspec.TypeDirectory {
 			return bad("%s.content: a DIRECTORY input takes a url, not content", f)
 		}
-		if taskspec.HasWildcard(in.Path) {
-			return bad("%s.path: %q has wildcards, which only outputs may have", f, in.Path)
-		}
 	}
 	for i, out := range t.Outputs {
 		f := fmt.Sprintf("outputs[%d]", i)
@@ -177,7 +174,7 @@ func Validate(t *tesv1.Task) error {
 		if err := checkURL(out.URL); err != nil {
 			return bad("%s.url: %v", f, err)
 		}
-		if taskspec.HasWildcard(out.Path) && out.PathPrefix == "" {
+		if taskspec.IsPattern(out.Path, out.PathPrefix) && out.PathPrefix == "" {
 			return bad("%s.path_prefix: required, as the path %q has wildcards", f, out.Path)
 		}
 		if out.PathPrefix != "" && !path.IsAbs(out.PathPrefix) {
