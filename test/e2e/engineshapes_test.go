@@ -54,9 +54,11 @@ import (
 // input directory, writes files the glob `*.txt` matches and files it does
 // not (a hidden file, another extension, a file in a subdirectory, a
 // directory named like a match), and fills the directory output with
-// nested and empty directories and a copy of the input directory.
+// nested and empty directories and a copy of the input directory; an
+// input and an output whose names have brackets, which are names.
 const nfShapesScript = `#!/bin/bash -ue
 (cd refs && find . | sort) > refs-listing.txt
+cp 'sample[1].csv' 'x[1].tsv'
 echo a > a.txt
 echo b > b.txt
 echo hidden > .hidden.txt
@@ -70,7 +72,9 @@ cp -r refs outdir/refs
 `
 
 // nfShapesTask is what TesTaskHandler.newTesTask sends for a process with
-// an input directory `refs` (inItem: type DIRECTORY as the path is one),
+// an input directory `refs` (inItem: type DIRECTORY as the path is one)
+// and a file `sample[1].csv`, a `path 'x[1].tsv'` output (no `*` or `?`:
+// a FILE without path_prefix),
 // `path '*.txt'` and `path 'outdir', type: 'dir'` outputs (outItem: the
 // glob as path /work/*.txt, path_prefix /work, the work directory's URL;
 // the dir as a DIRECTORY at /work/outdir), the control files as outputs
@@ -85,11 +89,13 @@ func nfShapesTask(bucket, work, refs string) map[string]any {
 			map[string]any{"url": work + "/.command.sh", "path": "/work/.command.sh", "type": "FILE"},
 			map[string]any{"url": work + "/.command.run", "path": "/work/.command.run", "type": "FILE"},
 			map[string]any{"url": refs, "path": "/work/refs", "type": "DIRECTORY"},
+			map[string]any{"url": "s3://" + bucket + "/data/sample[1].csv", "path": "/work/sample[1].csv", "type": "FILE"},
 		},
 		"outputs": []any{
 			out(".command.out"), out(".command.err"), out(".command.log"), out(".exitcode"),
 			map[string]any{"path": "/work/*.txt", "path_prefix": "/work", "url": work, "type": "FILE"},
 			map[string]any{"path": "/work/outdir", "url": work + "/outdir", "type": "DIRECTORY"},
+			map[string]any{"path": "/work/x[1].tsv", "url": work + "/x[1].tsv", "type": "FILE"},
 		},
 		"resources": map[string]any{"cpu_cores": 1, "ram_gb": 0.25},
 		"tags":      map[string]any{},
@@ -267,6 +273,7 @@ func TestRealNodeEngineShapes(t *testing.T) {
 	put("data/refs/a.txt", "ref a\n")
 	put("data/refs/nested/deeper/b.txt", "ref b\n")
 	put("data/refs/empty/", "")
+	put("data/sample[1].csv", "id\n1\n")
 
 	// cwl-tes: a File over each scheme, a Directory tree over file:// and
 	// over ftp.
@@ -412,7 +419,7 @@ func TestRealNodeEngineShapes(t *testing.T) {
 			"a.txt", "b.txt",
 			"outdir/empty/", "outdir/nested/deeper/x.txt", "outdir/nested/emptytoo/",
 			"outdir/refs/a.txt", "outdir/refs/empty/", "outdir/refs/nested/deeper/b.txt",
-			"refs-listing.txt",
+			"refs-listing.txt", "x[1].tsv",
 		}
 		if got := keys(t, "work/ab/cdef/"); !reflect.DeepEqual(got, want) {
 			t.Errorf("the work directory's objects\n got %q\nwant %q", got, want)
@@ -421,6 +428,7 @@ func TestRealNodeEngineShapes(t *testing.T) {
 		s3Want(t, "work/ab/cdef/outdir/refs/nested/deeper/b.txt", "ref b\n")
 		s3Want(t, "work/ab/cdef/refs-listing.txt", ".\n./a.txt\n./empty\n./nested\n./nested/deeper\n./nested/deeper/b.txt\n")
 		s3Want(t, "work/ab/cdef/.exitcode", "0")
+		s3Want(t, "work/ab/cdef/x[1].tsv", "id\n1\n")
 		// The FULL view's uploaded files name each match at its URL.
 		v := api.get(ids["nextflow"], "FULL")
 		var urls []string
