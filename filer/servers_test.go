@@ -5,14 +5,10 @@ package filer
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -51,63 +47,6 @@ func stopServers() {
 		stoppers[i]()
 	}
 	stoppers = nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func waitPort(addr string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// startProcess starts a server process that is killed with the test binary.
-func startProcess(cmd *exec.Cmd, addr string) (func(), error) {
-	// Killed too if the test binary dies without stopping it (a panic, a
-	// timeout).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	if err := waitPort(addr, 20*time.Second); err != nil {
-		stop()
-		return nil, fmt.Errorf("%s did not listen on %s: %v", cmd.Path, addr, err)
-	}
-	select {
-	case <-done:
-		return nil, fmt.Errorf("%s exited", cmd.Path)
-	default:
-	}
-	return stop, nil
 }
 
 // s3Server is a running versitygw.

@@ -301,6 +301,29 @@ func scratchTask(bucket, prefix string) map[string]any {
 	}
 }
 
+// engineS3 starts an S3 server on the real node's bridge with a bucket,
+// and gives the env's filer its credentials; put writes an object of the
+// bucket. The server stops with the test.
+func engineS3(t *testing.T, e *env, bucket string) (srv *s3server.Server, put func(key, body string)) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := s3server.StartOn(e.c.RealNode().HostIP)
+	if err != nil {
+		t.Fatalf("S3 server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	if err := srv.CreateBucket(ctx, bucket); err != nil {
+		t.Fatal(err)
+	}
+	e.awsSecret(srv)
+	return srv, func(key, body string) {
+		t.Helper()
+		if err := srv.Put(ctx, bucket, key, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestRealNodeWorkflowEngines(t *testing.T) {
 	for _, run := range []struct {
 		name string
@@ -330,22 +353,8 @@ func engineRun(t *testing.T, uid string, config func(*steps.Config)) {
 	}
 	e := newRealEnv(t, 60*time.Second, settings)
 	bindTransfer(t, e, dir)
-	srv, err := s3server.StartOn(e.c.RealNode().HostIP)
-	if err != nil {
-		t.Fatalf("S3 server: %v", err)
-	}
-	defer srv.Stop()
 	const bucket = "engines"
-	if err := srv.CreateBucket(ctx, bucket); err != nil {
-		t.Fatal(err)
-	}
-	e.awsSecret(srv)
-	put := func(key, body string) {
-		t.Helper()
-		if err := srv.Put(ctx, bucket, key, body); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv, put := engineS3(t, e, bucket)
 	get := func(t *testing.T, key string) string {
 		t.Helper()
 		got, err := srv.Get(ctx, bucket, key)

@@ -21,7 +21,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
 	"github.com/elixir-cloud-aai/tesk-knative/test/ftpserver"
-	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 )
 
 // The shapes of tasks that workflow engines send beyond one process's
@@ -227,22 +226,8 @@ func TestRealNodeEngineShapes(t *testing.T) {
 	defer ftp.Stop()
 	e := newRealEnv(t, 60*time.Second, settings)
 	bindTransfer(t, e, dir)
-	srv, err := s3server.StartOn(node)
-	if err != nil {
-		t.Fatalf("S3 server: %v", err)
-	}
-	defer srv.Stop()
 	const bucket = "shapes"
-	if err := srv.CreateBucket(ctx, bucket); err != nil {
-		t.Fatal(err)
-	}
-	e.awsSecret(srv)
-	put := func(key, body string) {
-		t.Helper()
-		if err := srv.Put(ctx, bucket, key, body); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv, put := engineS3(t, e, bucket)
 	local := func(rel, body string) {
 		t.Helper()
 		p := filepath.Join(dir, rel)
