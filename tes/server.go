@@ -128,13 +128,18 @@ func (s *Server) serviceInfo(c echo.Context) error {
 
 // storage is the storage the service offers (service-info.storage): the
 // operator's list (TES_STORAGE), else what every deployment's filer
-// reaches; file:// only where the operator lists it, having mounted a
-// transfer volume (HOST_BASE_PATH).
+// reaches, and file:// with the transfer volume's path where the operator
+// mounted one (HOST_BASE_PATH): Toil, for one, mounts its file job store
+// into its tasks only when an entry is a prefix of the store's URL.
 func (s *Server) storage() []string {
 	if len(s.Config.Info.Storage) > 0 {
 		return s.Config.Info.Storage
 	}
-	return []string{"http://", "https://", "ftp://", "s3://"}
+	st := []string{"http://", "https://", "ftp://", "s3://"}
+	if base := s.Config.Steps.HostBasePath; base != "" {
+		st = append(st, "file://"+base)
+	}
+	return st
 }
 
 // fail answers an error with its status (httperr.Status), logging those

@@ -229,6 +229,25 @@ func TestFileURLsNeedFileStorage(t *testing.T) {
 	if _, info := a.do(http.MethodGet, "/service-info", ""); fmt.Sprint(info["storage"]) != "[s3:// file:///transfer]" {
 		t.Errorf("service-info storage %v", info["storage"])
 	}
+	// Without TES_STORAGE, a transfer volume (HOST_BASE_PATH) is offered
+	// as file:// and its path, which prefixes the URL of a file job store
+	// in it (Toil 5.12.0, TESBatchSystem._server_can_mount).
+	a.srv.Config.Info.Storage = nil
+	a.srv.Config.Steps.HostBasePath = "/transfer"
+	if code, body := a.do(http.MethodPost, "/tasks", task); code != http.StatusOK {
+		t.Errorf("with a transfer volume: %d %v", code, body)
+	}
+	_, info = a.do(http.MethodGet, "/service-info", "")
+	if fmt.Sprint(info["storage"]) != "[http:// https:// ftp:// s3:// file:///transfer]" {
+		t.Errorf("service-info storage %v", info["storage"])
+	}
+	canMount := false
+	for _, base := range info["storage"].([]any) {
+		canMount = canMount || strings.HasPrefix("file:///transfer/toil/jobstore", base.(string))
+	}
+	if !canMount {
+		t.Error("no storage entry prefixes the job store's URL")
+	}
 }
 
 func TestGetViews(t *testing.T) {
