@@ -290,11 +290,11 @@ func TestRealNodeEngineShapes(t *testing.T) {
 
 	api := newTESAPIDashboard(t, e, e.url, tesAPIOptions{
 		Dashboard: dashboard.Config{API: tes.BasePath}, LogTailBytes: 4096, Steps: settings,
-		Storage: []string{"http://", "https://", "ftp://", "s3://", "file://" + dir},
 	})
 
 	// Toil mounts its job store only when service-info's storage has an
-	// entry that prefixes the store's URL (TESBatchSystem._server_can_mount).
+	// entry that prefixes the store's URL (TESBatchSystem._server_can_mount):
+	// without TES_STORAGE, the transfer volume's.
 	code, body := api.do(http.MethodGet, "/service-info", nil)
 	var info struct {
 		Storage []string `json:"storage"`
