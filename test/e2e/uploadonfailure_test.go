@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
-	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 )
 
 // Nextflow's task of a process whose script fails (nf-ga4gh's shape, as in
@@ -21,22 +20,8 @@ import (
 func TestRealNodeOutputsAfterFailure(t *testing.T) {
 	ctx := context.Background()
 	e := newRealEnv(t, 60*time.Second, nil)
-	srv, err := s3server.StartOn(e.c.RealNode().HostIP)
-	if err != nil {
-		t.Fatalf("S3 server: %v", err)
-	}
-	defer srv.Stop()
 	const bucket = "engines"
-	if err := srv.CreateBucket(ctx, bucket); err != nil {
-		t.Fatal(err)
-	}
-	e.awsSecret(srv)
-	put := func(key, body string) {
-		t.Helper()
-		if err := srv.Put(ctx, bucket, key, body); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv, put := engineS3(t, e, bucket)
 	const sample = "id,name\n1,ada\n"
 	put("data/sample.csv", sample)
 	// The script writes one of the outputs, then fails before the others.
