@@ -50,13 +50,16 @@ type step struct {
 	// succeeded (or found the PVC gone).
 	pvcLeft string
 	pvcGone bool
+	// owed are the state changes the anchor records as not yet told.
+	owed []owedChange
 }
 
 // apply carries out a plan: the progress first, the actions in order, the
 // final state last (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
-	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline}
+	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
 	rv := anchor.ResourceVersion
+	started, ended := stateChanges(anchor.ObjectMeta, plan)
 	if plan.Claim != nil {
 		held, next, err := r.holdShare(ctx, anchor, rv, *plan.Claim)
 		if apierrors.IsConflict(err) {
@@ -94,6 +97,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
 			r.kubeEvent(anchor, false, ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
 		}
+		rv = st.tell(ctx, rv, started, r.now())
 	}
 	for _, act := range plan.Actions {
 		res.Actions = append(res.Actions, act)
@@ -113,13 +117,14 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		r.log(ctx).Infow("Deleted the PVC left at the task's end", "task", anchor.Name, "pvc", taskmeta.PVCName(anchor.Name))
 	}
 	if plan.Final != nil {
-		ann := finalAnnotations(plan.Final, r.now())
+		now := r.now()
+		ann := finalAnnotations(plan.Final, now)
 		if st.pvcLeft != "" {
 			// The sweep deletes it again (endedTask).
 			ann[taskmeta.AnnotationPVCLeft] = st.pvcLeft
 		}
 		plan.addTTL(ann)
-		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
+		rv, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
 			"labels":      map[string]string{taskmeta.LabelState: plan.Final.State},
 			"annotations": ann,
 		})
@@ -129,6 +134,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if err != nil {
 			return finished, err
 		}
+		st.tell(ctx, rv, ended, now)
 		res.Ended = plan.Final.State
 		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
 		note := plan.Final.State

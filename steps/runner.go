@@ -42,6 +42,9 @@ type Runner struct {
 	// Recorder records the task's story as Kubernetes Events on its anchor
 	// (nil: none).
 	Recorder k8sevents.EventRecorder
+	// States tells subscribers of each state change a step records on a
+	// task's anchor (nil: nobody is told).
+	States StatePublisher
 	// Sleep waits between attempts of a step (nil: a timer that the
 	// context ends).
 	Sleep func(context.Context, time.Duration) error

@@ -100,7 +100,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	}
 	now := r.now()
 	var due, unstarted []string
-	var unlabelled []metav1.ObjectMeta
+	var unlabelled, owing []metav1.ObjectMeta
 	counts := NewTaskCounts()
 	if r.Config.MetricsUsers > 0 {
 		counts.Users = map[string]UserCounts{}
@@ -118,6 +118,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		u, d, skipped := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
 		unstarted, due = append(unstarted, u...), append(due, d...)
 		unlabelled = append(unlabelled, endedUnlabelled(anchors)...)
+		owing = append(owing, owingAnchors(anchors)...)
 		if shares != nil {
 			shares.see(anchors)
 		}
@@ -133,6 +134,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 	res.Tasks, res.Active = counts.Tasks(), counts.Active()
 
 	r.labelEnded(ctx, unlabelled)
+	r.payOwed(ctx, owing)
 
 	// Something is due: take the task's step as an event would, from a
 	// fresh read, so that a write never rests on the lists' snapshot.

@@ -54,6 +54,10 @@ const (
 	// not be deleted at its end: each sweep deletes it again until it goes,
 	// and then removes the annotation.
 	AnnotationPVCLeft = AnnotationPrefix + "pvc-left"
+	// AnnotationStateEventsOwed (anchor) lists the task's state changes
+	// whose events could not be delivered (JSON: old, new, time), in
+	// order: each sweep tells them again, and removes those told.
+	AnnotationStateEventsOwed = AnnotationPrefix + "state-events-owed"
 	// AnnotationSystemLog (anchor) is a line the task's system_logs show
 	// from its start (e.g. the backend parameters the TES API ignored).
 	AnnotationSystemLog = AnnotationPrefix + "system-log"

@@ -45,6 +45,7 @@ type options struct {
 	pullPolicyAlways, debug, version               bool
 	port                                           int
 	kubeconfig                                     string
+	stateSink                                      string
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -81,6 +82,9 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.debug, "d", debug, "shorthand for --debug")
 	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig to use outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	// A SinkBinding on the handler (the chart's stateEvents) sets K_SINK.
+	stateSink := def("STATE_EVENTS_SINK", getenv("K_SINK"))
+	fs.StringVar(&o.stateSink, "state-events-sink", stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
 	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -142,6 +146,11 @@ func run(args []string, getenv func(string) string) error {
 		}
 		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
 	}
+	if o.stateSink != "" {
+		if srv.Runner.States, err = server.NewStateSink(o.stateSink); err != nil {
+			return err
+		}
+	}
 	e := srv.Echo()
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
 	if err != nil {
@@ -152,7 +161,7 @@ func run(args []string, getenv func(string) string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
 	log.Infow("Ready", "version", version.Get(), "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
-		"filerImage", cfg.FilerImage(), "backendParameters", cfg.BackendParameters.Keys(), "startup", time.Since(start).String())
+		"filerImage", cfg.FilerImage(), "backendParameters", cfg.BackendParameters.Keys(), "stateEvents", o.stateSink, "startup", time.Since(start).String())
 
 	select {
 	case err := <-errc:

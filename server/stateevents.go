@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
+)
+
+// StateSink publishes the tasks' state changes (steps.StatePublisher) as
+// org.ga4gh.tes.task.state_changed CloudEvents to a sink: the Broker, as a
+// SinkBinding gives it (K_SINK), or STATE_EVENTS_SINK. Each event is tried
+// Attempts times, Backoff apart and doubling, for at most Timeout in all;
+// an answer that says the event can never be taken (a 4xx other than 404,
+// 408, 409 and 429) is not tried again.
+type StateSink struct {
+	URL      string
+	Client   cloudevents.Client
+	Attempts int
+	Backoff  time.Duration
+	Timeout  time.Duration
+	// Sleep waits between attempts (nil: a timer).
+	Sleep func(context.Context, time.Duration) error
+}
+
+// The StateSink's bounds by default: four attempts, 0.1, 0.2 and 0.4 s
+// apart, 10 s in all, so that a sink that is down delays a step by less than
+// a second, and one that hangs by at most 10 s.
+const (
+	DefaultStateAttempts = 4
+	DefaultStateBackoff  = 100 * time.Millisecond
+	DefaultStateTimeout  = 10 * time.Second
+)
+
+// NewStateSink is a StateSink to url with the default bounds.
+func NewStateSink(url string) (*StateSink, error) {
+	c, err := cloudevents.NewClientHTTP(cehttp.WithClient(http.Client{Timeout: DefaultStateTimeout}))
+	if err != nil {
+		return nil, err
+	}
+	return &StateSink{URL: url, Client: c, Attempts: DefaultStateAttempts, Backoff: DefaultStateBackoff, Timeout: DefaultStateTimeout}, nil
+}
+
+// PublishState sends a state change's event; the error is the last
+// attempt's. The step's end does not cut it short: the change is recorded
+// already.
+func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) error {
+	ev := events.NewTaskStateChanged(events.StateChangedData{
+		ID: ch.Task, Namespace: ch.Namespace, Owner: ch.Owner, OldState: ch.Old, NewState: ch.New, Reason: ch.Reason,
+	}, ch.Time)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Timeout)
+	defer cancel()
+	ctx = cloudevents.ContextWithTarget(ctx, s.URL)
+	wait := s.Backoff
+	var err error
+	for attempt := 1; ; attempt++ {
+		res := s.Client.Send(ctx, ev)
+		if cloudevents.IsACK(res) {
+			return nil
+		}
+		err = fmt.Errorf("event %s to %s (attempt %d of %d): %w", ev.ID(), s.URL, attempt, s.Attempts, res)
+		if attempt >= s.Attempts || !retriable(res) {
+			return err
+		}
+		if serr := s.sleep(ctx, wait); serr != nil {
+			return err
+		}
+		wait *= 2
+	}
+}
+
+// retriable reports whether another attempt may deliver what this one did
+// not: any failure but an answer that refuses the event for what it is.
+func retriable(res error) bool {
+	var hr *cehttp.Result
+	if !errors.As(res, &hr) {
+		return true
+	}
+	switch code := hr.StatusCode; {
+	case code == http.StatusNotFound, code == http.StatusRequestTimeout, code == http.StatusConflict, code == http.StatusTooManyRequests:
+		return true
+	case code >= 400 && code < 500:
+		return false
+	}
+	return true
+}
+
+func (s *StateSink) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,239 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
+)
+
+// StateChange is a change of a task's TES state that a step recorded on its
+// anchor, as the handler tells it to subscribers (behaviour §10): the task
+// started (INITIALIZING, or RUNNING for a task without inputs), its first
+// executor started (RUNNING), or it ended (its final state, with why).
+type StateChange struct {
+	Namespace string
+	Task      string
+	// Owner is who created the task: the anchor's creator annotation,
+	// else its label-safe form (a task the TESK API wrote).
+	Owner string
+	Old   string
+	New   string
+	// Time is when the step recorded the new state.
+	Time time.Time
+	// Reason says why a task that ended stopped (its system_logs); empty
+	// otherwise.
+	Reason string
+}
+
+// StatePublisher tells subscribers of a task's state change (Runner.States).
+// An error means the change may not have reached them.
+type StatePublisher interface {
+	PublishState(ctx context.Context, ch StateChange) error
+}
+
+// RecordedState is the TES state a task's anchor records: its final state
+// once it ended; else that of the last part started (INITIALIZING while the
+// volume and the inputs filer run, RUNNING from the first executor on);
+// QUEUED before any part started. A progress record that cannot be read is
+// UNKNOWN. The TES view derives its state from the jobs and pods too
+// (viewState): it also shows CANCELING, and QUEUED while an executor's pods
+// wait for a node; these states pass without a step recording them.
+func RecordedState(anchor metav1.ObjectMeta) string {
+	if s := anchor.Annotations[taskmeta.AnnotationState]; s != "" {
+		return s
+	}
+	prog, err := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	if err != nil {
+		return stateUnknown
+	}
+	return progressState(prog)
+}
+
+// stateUnknown is the recorded state of a task whose progress record cannot
+// be read (it ends SYSTEM_ERROR).
+const stateUnknown = "UNKNOWN"
+
+// progressState is the state of a task not ended, from its progress record.
+func progressState(prog taskmeta.Progress) string {
+	state := tesv1.StateQueued
+	for _, part := range prog.Parts {
+		if prog.IsStarted(part) {
+			state = phaseOf(part)
+		}
+	}
+	return state
+}
+
+// stateChanges are the changes of the recorded state that a plan makes on a
+// task's anchor: started, by its progress record (written first); ended, by
+// its final state (written last). Either is nil when that write changes no
+// state. The caller fills in the time.
+func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started, ended *StateChange) {
+	at := RecordedState(anchor)
+	if tesv1.IsFinal(at) {
+		return nil, nil // an ended task never moves again
+	}
+	owner := anchor.Annotations[taskmeta.AnnotationCreator]
+	if owner == "" {
+		owner = anchor.Labels[taskmeta.LabelCreator]
+	}
+	change := func(next, reason string) *StateChange {
+		return &StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: owner, Old: at, New: next, Reason: reason}
+	}
+	if plan.Progress != nil {
+		if next := progressState(*plan.Progress); next != at {
+			started = change(next, "")
+			at = next
+		}
+	}
+	if plan.Final != nil && plan.Final.State != at {
+		ended = change(plan.Final.State, plan.Final.Reason)
+	}
+	return started, ended
+}
+
+// owedChange is a state change whose event could not be delivered, as the
+// anchor records it (taskmeta.AnnotationStateEventsOwed); the reason of a
+// final state is the anchor's own (taskmeta.AnnotationReason).
+type owedChange struct {
+	Old  string    `json:"old"`
+	New  string    `json:"new"`
+	Time time.Time `json:"time"`
+}
+
+// owedChanges reads the state changes an anchor records as owed; nil for
+// none (or for a record that does not parse: it is dropped, not paid).
+func owedChanges(anchor metav1.ObjectMeta) []owedChange {
+	v := anchor.Annotations[taskmeta.AnnotationStateEventsOwed]
+	if v == "" {
+		return nil
+	}
+	var owed []owedChange
+	if err := json.Unmarshal([]byte(v), &owed); err != nil {
+		return nil
+	}
+	return owed
+}
+
+// changeOf is the StateChange an owed record stands for.
+func changeOf(anchor metav1.ObjectMeta, o owedChange) StateChange {
+	ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: anchor.Annotations[taskmeta.AnnotationCreator], Old: o.Old, New: o.New, Time: o.Time}
+	if ch.Owner == "" {
+		ch.Owner = anchor.Labels[taskmeta.LabelCreator]
+	}
+	if tesv1.IsFinal(o.New) {
+		ch.Reason = anchor.Annotations[taskmeta.AnnotationReason]
+	}
+	return ch
+}
+
+// owedValue is the annotation's value for owed changes (nil: removed).
+func owedValue(owed []owedChange) any {
+	if len(owed) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(owed)
+	return string(b)
+}
+
+// tell publishes a state change the step has just recorded on the anchor
+// (at resourceVersion rv), and returns the anchor's resourceVersion. A
+// change not delivered is logged and recorded on the anchor as owed, so
+// that the sweep tells it (payOwed); while changes are owed, a later one is
+// recorded after them rather than published, so that subscribers get a
+// task's changes in order. Neither fails the step.
+func (st *step) tell(ctx context.Context, rv string, ch *StateChange, at time.Time) string {
+	r := st.r
+	if ch == nil || r.States == nil {
+		return rv
+	}
+	ch.Time = at.UTC().Truncate(time.Second)
+	if len(st.owed) == 0 {
+		err := r.States.PublishState(ctx, *ch)
+		if err == nil {
+			return rv
+		}
+		r.log(ctx).Errorw("The task's state change was not delivered; the anchor records it as owed, and the sweep tells it", "task", ch.Task, "old", ch.Old, "new", ch.New, "error", err)
+	}
+	owed := append(st.owed, owedChange{Old: ch.Old, New: ch.New, Time: ch.Time})
+	next, err := r.patchAnchor(ctx, st.anchor, rv, map[string]any{"annotations": map[string]any{taskmeta.AnnotationStateEventsOwed: owedValue(owed)}})
+	if err == nil {
+		st.owed = owed
+		return next
+	}
+	if apierrors.IsConflict(err) {
+		// Another step changed the anchor: record it on a fresh read; the
+		// rest of this step, conditional on rv, then decides again.
+		err = r.oweFresh(ctx, st.a.Namespace, st.a.Name, owedChange{Old: ch.Old, New: ch.New, Time: ch.Time})
+	}
+	if err != nil {
+		r.log(ctx).Errorw("The task's state change is lost: it was not delivered, and the anchor could not record it", "task", ch.Task, "old", ch.Old, "new", ch.New, "error", err)
+	}
+	return rv
+}
+
+// oweFresh adds an owed change to the anchor's record, on fresh reads.
+func (r *Runner) oweFresh(ctx context.Context, ns, task string, o owedChange) error {
+	var err error
+	for range maxAttempts {
+		var fresh *corev1.ConfigMap
+		if fresh, err = r.getAnchor(ctx, ns, task); err != nil {
+			return err
+		}
+		owed := append(owedChanges(fresh.ObjectMeta), o)
+		_, err = r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{"annotations": map[string]any{taskmeta.AnnotationStateEventsOwed: owedValue(owed)}})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// owingAnchors are the anchors that record state changes not yet told.
+func owingAnchors(anchors []metav1.ObjectMeta) []metav1.ObjectMeta {
+	var out []metav1.ObjectMeta
+	for _, m := range anchors {
+		if m.Annotations[taskmeta.AnnotationStateEventsOwed] != "" && taskmeta.IsAnchor(m) && taskmeta.CheckFormat(m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// payOwed tells the state changes the anchors record as owed, each task's in
+// order, and removes those told from the anchor, on the condition that it
+// is as the sweep listed it (else the next sweep tells them again: a
+// subscriber may get one twice, with the same id). A task whose change
+// still fails keeps it and those after it. labelBatch anchors at most.
+func (r *Runner) payOwed(ctx context.Context, anchors []metav1.ObjectMeta) {
+	if r.States == nil {
+		return
+	}
+	for _, m := range anchors[:min(len(anchors), labelBatch)] {
+		owed := owedChanges(m)
+		told := 0
+		for _, o := range owed {
+			if err := r.States.PublishState(ctx, changeOf(m, o)); err != nil {
+				r.log(ctx).Warnw("Sweep could not tell a task's owed state change; the next sweep tries again", "task", m.Name, "new", o.New, "error", err)
+				break
+			}
+			told++
+		}
+		if told == 0 && len(owed) > 0 {
+			continue
+		}
+		_, err := r.patchAnchor(ctx, &corev1.ConfigMap{ObjectMeta: m}, m.ResourceVersion, map[string]any{
+			"annotations": map[string]any{taskmeta.AnnotationStateEventsOwed: owedValue(owed[told:])},
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			r.log(ctx).Warnw("Sweep could not record the state changes it told", "task", m.Name, "error", err)
+		}
+	}
+}
