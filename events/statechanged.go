@@ -8,7 +8,7 @@ import (
 
 // TypeTaskStateChanged is the type of the event the handler publishes when
 // a step records a change of a task's TES state. No Trigger of the handler
-// takes it: it is for subscribers (docs/behaviour.md §10).
+// takes it: it is for subscribers (docs/behaviour.md §5.8).
 const TypeTaskStateChanged = "org.ga4gh.tes.task.state_changed"
 
 // SourceHandler is the source of the events the handler publishes.

@@ -54,7 +54,7 @@ func testSink(t *testing.T, url string) (*StateSink, *[]time.Duration) {
 	return s, &waits
 }
 
-// Behaviour §10: the event as the sink gets it (binary mode).
+// Behaviour §5.8: the event as the sink gets it (binary mode).
 func TestStateSinkSendsTheEvent(t *testing.T) {
 	rec := &sinkRecorder{codes: []int{http.StatusAccepted}}
 	hs := httptest.NewServer(rec)
@@ -85,7 +85,7 @@ func TestStateSinkSendsTheEvent(t *testing.T) {
 	}
 }
 
-// Behaviour §10: a sink that fails is tried again, with a doubling
+// Behaviour §5.8: a sink that fails is tried again, with a doubling
 // backoff, up to Attempts times; an answer that refuses the event for what
 // it is is not tried again.
 func TestStateSinkRetries(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // StateChange is a change of a task's TES state that a step recorded on its
-// anchor, as the handler tells it to subscribers (behaviour §10): the task
+// anchor, as the handler tells it to subscribers (behaviour §5.8): the task
 // started (INITIALIZING, or RUNNING for a task without inputs), its first
 // executor started (RUNNING), or it ended (its final state, with why).
 type StateChange struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// Behaviour §10: the state changes a step records, decided from the anchor
+// Behaviour §5.8: the state changes a step records, decided from the anchor
 // before it and the plan, as Decide makes it from what is on the cluster.
 func TestStateChanges(t *testing.T) {
 	full := taskWith(2, withInput, withOutput)
@@ -173,7 +173,7 @@ func (h *statesHeard) setFail(err error) {
 	h.mu.Unlock()
 }
 
-// Behaviour §10: a task's steps tell each state they record, once, after
+// Behaviour §5.8: a task's steps tell each state they record, once, after
 // the write; an event of the task that records nothing tells nothing.
 func TestStepsTellTheirStateChanges(t *testing.T) {
 	api := newFakeAPI(t, anchorObject(taskWith(1, withInput), anchorWith(nil, taskmeta.AnnotationCreator, "alice")))
@@ -224,7 +224,7 @@ func TestStepsTellTheirStateChanges(t *testing.T) {
 	}
 }
 
-// Behaviour §10: a change that cannot be told fails nothing: the step
+// Behaviour §5.8: a change that cannot be told fails nothing: the step
 // succeeds, the anchor records the change as owed; later changes queue
 // behind it; the sweep tells them, in order, once the sink takes them, and
 // removes the record.

@@ -362,9 +362,10 @@ func readerName(fun ast.Expr) string {
 }
 
 // notConfigured are variables the handler reads that the deployment must
-// not set: Knative sets PORT, and in the cluster the handler uses its
+// not set: Knative sets PORT, a SinkBinding sets K_SINK (the chart's
+// stateEvents.enabled), and in the cluster the handler uses its
 // ServiceAccount, not a kubeconfig.
-var notConfigured = map[string]bool{"PORT": true, "KUBECONFIG": true}
+var notConfigured = map[string]bool{"PORT": true, "K_SINK": true, "KUBECONFIG": true}
 
 // fromSecret are set from the secret tesk-ftp rather than the ConfigMap.
 var fromSecret = map[string]string{"TESK_FTP_USERNAME": "username", "TESK_FTP_PASSWORD": "password"}
