@@ -21,7 +21,7 @@ type StateChangedData struct {
 	Namespace string `json:"namespace"`
 	// Owner is who created the task (the TES API's caller), empty if
 	// unknown.
-	Owner    string `json:"owner,omitempty"`
+	Owner    string `json:"owner"`
 	OldState string `json:"old_state"`
 	NewState string `json:"new_state"`
 	// Time is when the new state was recorded (RFC 3339).

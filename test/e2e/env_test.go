@@ -128,6 +128,8 @@ type envOptions struct {
 	// sink wraps the handler as the adapter's sink (e.g. to duplicate
 	// events).
 	sink func(handler http.Handler) http.Handler
+	// states, when set, is told each task's state changes.
+	states steps.StatePublisher
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -173,6 +175,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.Runner.States = o.states
 	var h http.Handler = srv.Echo()
 	e := &env{t: t, c: c, ns: name, srv: srv, config: config}
 	hs := httptest.NewServer(h)
