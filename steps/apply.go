@@ -97,7 +97,9 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 		if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
 			r.kubeEvent(anchor, false, ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
 		}
-		rv = st.tell(ctx, rv, started, r.now())
+		if started != nil {
+			rv = st.tell(ctx, rv, []StateChange{*started}, r.now())
+		}
 	}
 	for _, act := range plan.Actions {
 		res.Actions = append(res.Actions, act)

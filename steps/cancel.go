@@ -18,6 +18,11 @@ import (
 // the grace period passes. A job whose deletion was rejected is kept, and one
 // still terminating --pod-timeout after its deletion is waited for no more:
 // the task ends CANCELED all the same, saying so (behaviour §8.3).
+// cancelledReason is why the service ends the running parts of a task
+// cancelled: recorded on the anchor, it says the task is CANCELING
+// (RecordedState).
+const cancelledReason = "Task cancelled"
+
 func cancel(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now time.Time) Plan {
 	going := false
 	next := prog
@@ -36,7 +41,7 @@ func cancel(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now tim
 			continue
 		}
 		if taskmeta.StatusOf(job) == taskmeta.JobRunning {
-			next = next.WithEnded(part, "Task cancelled")
+			next = next.WithEnded(part, cancelledReason)
 			plan.Actions = append(plan.Actions, Action{Kind: DeleteJob, Part: part, Reason: "task cancelled"})
 			going = true
 		}

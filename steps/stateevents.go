@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,8 @@ import (
 // StateChange is a change of a task's TES state that a step recorded on its
 // anchor, as the handler tells it to subscribers (behaviour §5.8): the task
 // started (INITIALIZING, or RUNNING for a task without inputs), its first
-// executor started (RUNNING), or it ended (its final state, with why).
+// executor started (RUNNING), a step took up its cancel (CANCELING), or it
+// ended (its final state, with why).
 type StateChange struct {
 	Namespace string
 	Task      string
@@ -39,12 +41,14 @@ type StatePublisher interface {
 }
 
 // RecordedState is the TES state a task's anchor records: its final state
-// once it ended; else that of the last part started (INITIALIZING while the
-// volume and the inputs filer run, RUNNING from the first executor on);
-// QUEUED before any part started. A progress record that cannot be read is
-// UNKNOWN. The TES view derives its state from the jobs and pods too
-// (viewState): it also shows CANCELING, and QUEUED while an executor's pods
-// wait for a node; these states pass without a step recording them.
+// once it ended; CANCELING once a step took up its cancel (labelled
+// cancelled, it recorded its running parts as ended by the service); else
+// that of the last part started (INITIALIZING while the volume and the
+// inputs filer run, RUNNING from the first executor on); QUEUED before any
+// part started. A progress record that cannot be read is UNKNOWN. The TES
+// view derives its state from the jobs and pods too (viewState): it shows
+// CANCELING from the cancel label on, and QUEUED while an executor's pods
+// wait for a node, which no step records.
 func RecordedState(anchor metav1.ObjectMeta) string {
 	if s := anchor.Annotations[taskmeta.AnnotationState]; s != "" {
 		return s
@@ -53,7 +57,7 @@ func RecordedState(anchor metav1.ObjectMeta) string {
 	if err != nil {
 		return stateUnknown
 	}
-	return progressState(prog)
+	return progressState(anchor, prog)
 }
 
 // stateUnknown is the recorded state of a task whose progress record cannot
@@ -61,7 +65,10 @@ func RecordedState(anchor metav1.ObjectMeta) string {
 const stateUnknown = "UNKNOWN"
 
 // progressState is the state of a task not ended, from its progress record.
-func progressState(prog taskmeta.Progress) string {
+func progressState(anchor metav1.ObjectMeta, prog taskmeta.Progress) string {
+	if anchor.Labels[taskmeta.LabelStatus] == taskmeta.StatusCancelled && slices.ContainsFunc(prog.Ended, func(e taskmeta.EndedRecord) bool { return e.Reason == cancelledReason }) {
+		return tesv1.StateCanceling
+	}
 	state := tesv1.StateQueued
 	for _, part := range prog.Parts {
 		if prog.IsStarted(part) {
@@ -72,10 +79,12 @@ func progressState(prog taskmeta.Progress) string {
 }
 
 // stateChanges are the changes of the recorded state that a plan makes on a
-// task's anchor: started, by its progress record (written first); ended, by
-// its final state (written last). Either is nil when that write changes no
-// state. The caller fills in the time.
-func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started, ended *StateChange) {
+// task's anchor: started, by its progress record (written first: a part
+// started, or a cancel taken up); ended, by its final state (written last).
+// A task cancelled ends CANCELED through CANCELING: a step that ends it at
+// once tells both. Neither is there when that write changes no state. The
+// caller fills in the time.
+func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started *StateChange, ended []StateChange) {
 	at := RecordedState(anchor)
 	if tesv1.IsFinal(at) {
 		return nil, nil // an ended task never moves again
@@ -84,19 +93,24 @@ func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started, ended *StateCha
 	if owner == "" {
 		owner = anchor.Labels[taskmeta.LabelCreator]
 	}
-	change := func(next, reason string) *StateChange {
-		return &StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: owner, Old: at, New: next, Reason: reason}
+	change := func(next, reason string) StateChange {
+		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: owner, Old: at, New: next, Reason: reason}
+		at = next
+		return ch
 	}
 	if plan.Progress != nil {
-		if next := progressState(*plan.Progress); next != at {
-			started = change(next, "")
-			at = next
+		if next := progressState(anchor, *plan.Progress); next != at {
+			ch := change(next, "")
+			started = &ch
 		}
 	}
-	if plan.Final != nil && plan.Final.State != at {
-		ended = change(plan.Final.State, plan.Final.Reason)
+	if plan.Final == nil || plan.Final.State == at {
+		return started, nil
 	}
-	return started, ended
+	if plan.Final.State == tesv1.StateCanceled && at != tesv1.StateCanceling {
+		ended = append(ended, change(tesv1.StateCanceling, ""))
+	}
+	return started, append(ended, change(plan.Final.State, plan.Final.Reason))
 }
 
 // owedChange is a state change whose event could not be delivered, as the
@@ -143,51 +157,57 @@ func owedValue(owed []owedChange) any {
 	return string(b)
 }
 
-// tell publishes a state change the step has just recorded on the anchor
-// (at resourceVersion rv), and returns the anchor's resourceVersion. A
-// change not delivered is logged and recorded on the anchor as owed, so
-// that the sweep tells it (payOwed); while changes are owed, a later one is
-// recorded after them rather than published, so that subscribers get a
-// task's changes in order. Neither fails the step.
-func (st *step) tell(ctx context.Context, rv string, ch *StateChange, at time.Time) string {
+// tell publishes the state changes the step has just recorded on the
+// anchor (at resourceVersion rv), in order, and returns the anchor's
+// resourceVersion. A change not delivered is logged and recorded on the
+// anchor as owed, so that the sweep tells it (payOwed); while changes are
+// owed, later ones are recorded after them rather than published, so that
+// subscribers get a task's changes in order. Neither fails the step.
+func (st *step) tell(ctx context.Context, rv string, changes []StateChange, at time.Time) string {
 	r := st.r
-	if ch == nil || r.States == nil {
+	if len(changes) == 0 || r.States == nil {
 		return rv
 	}
-	ch.Time = at.UTC().Truncate(time.Second)
-	if len(st.owed) == 0 {
-		err := r.States.PublishState(ctx, *ch)
-		if err == nil {
-			return rv
+	owed := slices.Clone(st.owed)
+	for _, ch := range changes {
+		ch.Time = at.UTC().Truncate(time.Second)
+		if len(owed) == 0 {
+			err := r.States.PublishState(ctx, ch)
+			if err == nil {
+				continue
+			}
+			r.log(ctx).Errorw("The task's state change was not delivered; the anchor records it as owed, and the sweep tells it", "task", ch.Task, "old", ch.Old, "new", ch.New, "error", err)
 		}
-		r.log(ctx).Errorw("The task's state change was not delivered; the anchor records it as owed, and the sweep tells it", "task", ch.Task, "old", ch.Old, "new", ch.New, "error", err)
+		owed = append(owed, owedChange{Old: ch.Old, New: ch.New, Time: ch.Time})
 	}
-	owed := append(st.owed, owedChange{Old: ch.Old, New: ch.New, Time: ch.Time})
+	if len(owed) == len(st.owed) {
+		return rv
+	}
 	next, err := r.patchAnchor(ctx, st.anchor, rv, map[string]any{"annotations": map[string]any{taskmeta.AnnotationStateEventsOwed: owedValue(owed)}})
 	if err == nil {
 		st.owed = owed
 		return next
 	}
 	if apierrors.IsConflict(err) {
-		// Another step changed the anchor: record it on a fresh read; the
-		// rest of this step, conditional on rv, then decides again.
-		err = r.oweFresh(ctx, st.a.Namespace, st.a.Name, owedChange{Old: ch.Old, New: ch.New, Time: ch.Time})
+		// Another step changed the anchor: record them on a fresh read;
+		// the rest of this step, conditional on rv, then decides again.
+		err = r.oweFresh(ctx, st.a.Namespace, st.a.Name, owed[len(st.owed):])
 	}
 	if err != nil {
-		r.log(ctx).Errorw("The task's state change is lost: it was not delivered, and the anchor could not record it", "task", ch.Task, "old", ch.Old, "new", ch.New, "error", err)
+		r.log(ctx).Errorw("The task's state changes are lost: they were not delivered, and the anchor could not record them", "task", st.a.Name, "changes", owed[len(st.owed):], "error", err)
 	}
 	return rv
 }
 
-// oweFresh adds an owed change to the anchor's record, on fresh reads.
-func (r *Runner) oweFresh(ctx context.Context, ns, task string, o owedChange) error {
+// oweFresh adds owed changes to the anchor's record, on fresh reads.
+func (r *Runner) oweFresh(ctx context.Context, ns, task string, more []owedChange) error {
 	var err error
 	for range maxAttempts {
 		var fresh *corev1.ConfigMap
 		if fresh, err = r.getAnchor(ctx, ns, task); err != nil {
 			return err
 		}
-		owed := append(owedChanges(fresh.ObjectMeta), o)
+		owed := append(owedChanges(fresh.ObjectMeta), more...)
 		_, err = r.patchAnchor(ctx, fresh, fresh.ResourceVersion, map[string]any{"annotations": map[string]any{taskmeta.AnnotationStateEventsOwed: owedValue(owed)}})
 		if !apierrors.IsConflict(err) {
 			return err

@@ -64,9 +64,12 @@ func TestStateChanges(t *testing.T) {
 		{name: "a task refused at its submission: system error", obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1, func(t *taskspec.Task) {
 			t.Outputs = []taskspec.Output{{URL: "s3://b/", Path: "/data/*/out.txt"}}
 		})}, ended: "QUEUED>SYSTEM_ERROR", reason: "path_prefix"},
-		{name: "cancelled while an executor runs: its job deleted, no state recorded", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(at(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), running("ex-00"))}},
-		{name: "cancelled, its jobs gone: canceled", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(at(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), completed("ex-00"))}, ended: "RUNNING>CANCELED", reason: "Task cancelled"},
-		{name: "cancelled before it started: canceled", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(nil)), Spec: full}, ended: "QUEUED>CANCELED", reason: "Task cancelled"},
+		{name: "cancelled while an executor runs: its job deleted, canceling", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(done(at(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.PartInputsFiler))), Jobs: jobsOf(running("ex-00"))}, started: "RUNNING>CANCELING"},
+		{name: "cancelled, the deleted job still going: nothing more", obs: Observed{Event: "ev-c2", Anchor: cancelled(anchorWith(ended(done(at(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.PartInputsFiler), "ex-00", "Task cancelled"))), Jobs: jobsOf(deleting(running("ex-00")))}},
+		{name: "cancelled, the deleted job gone: canceled", obs: Observed{Event: "ev-c3", Anchor: cancelled(anchorWith(ended(done(at(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"), taskmeta.PartInputsFiler), "ex-00", "Task cancelled"))), Jobs: jobsOf()}, ended: "CANCELING>CANCELED", reason: "Task cancelled"},
+		{name: "cancelled between two jobs: canceling and canceled at once", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(at(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00"))), Jobs: jobsOf(completed(taskmeta.PartInputsFiler), failed("ex-00"))}, ended: "RUNNING>CANCELING CANCELING>CANCELED", reason: "Task cancelled"},
+		{name: "cancelled before it started: canceling and canceled at once", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(nil)), Spec: full}, ended: "QUEUED>CANCELING CANCELING>CANCELED", reason: "Task cancelled"},
+		{name: "cancelled after its last step passed: complete, never canceling", obs: Observed{Event: "ev-c", Anchor: cancelled(anchorWith(done(at(fullParts...), taskmeta.PartInputsFiler, "ex-00", "ex-01"))), Jobs: jobsOf(completed(taskmeta.PartOutputsFiler))}, ended: "RUNNING>COMPLETE"},
 		{name: "an ended task: nothing", obs: Observed{Event: "ev-9", Anchor: anchorWith(at(fullParts...), taskmeta.AnnotationState, tesv1.StateComplete)}},
 		{name: "a progress record that does not parse: unknown to system error", obs: Observed{Event: "ev-9", Anchor: anchorWith(nil, taskmeta.AnnotationProgress, "{")}, ended: "UNKNOWN>SYSTEM_ERROR", reason: "unreadable"},
 		{name: "the owner is the creator's subject", obs: owned(map[string]string{taskmeta.AnnotationCreator: "alice@example.org", taskmeta.LabelCreator: "alice-example-org"})(Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1)}),
@@ -77,28 +80,34 @@ func TestStateChanges(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			plan := Decide(c.obs, DefaultConfig(), t0)
 			started, ended := stateChanges(c.obs.Anchor, plan)
-			show := func(ch *StateChange) string {
-				if ch == nil {
-					return ""
-				}
-				return ch.Old + ">" + ch.New
+			var all []StateChange
+			if started != nil {
+				all = append(all, *started)
 			}
-			if show(started) != c.started || show(ended) != c.ended {
-				t.Fatalf("changes %q and %q, want %q and %q (plan: state %s, progress %v, final %v)", show(started), show(ended), c.started, c.ended, plan.State, plan.Progress, plan.Final)
-			}
-			for _, ch := range []*StateChange{started, ended} {
-				if ch == nil {
-					continue
+			all = append(all, ended...)
+			show := func(chs []StateChange) string {
+				var out []string
+				for _, ch := range chs {
+					out = append(out, ch.Old+">"+ch.New)
 				}
+				return strings.Join(out, " ")
+			}
+			if show(all[:len(all)-len(ended)]) != c.started || show(ended) != c.ended {
+				t.Fatalf("changes %q and %q, want %q and %q (plan: state %s, progress %v, final %v)", show(all[:len(all)-len(ended)]), show(ended), c.started, c.ended, plan.State, plan.Progress, plan.Final)
+			}
+			for i, ch := range all {
 				if ch.Task != testTask || ch.Namespace != testNS || ch.Owner != c.owner {
 					t.Errorf("change of %s/%s by %q, want %s/%s by %q", ch.Namespace, ch.Task, ch.Owner, testNS, testTask, c.owner)
 				}
-				if !strings.Contains(strings.ToLower(ch.Reason), strings.ToLower(c.reason)) || (c.reason == "" && ch.Reason != "") {
-					t.Errorf("reason %q, want one with %q", ch.Reason, c.reason)
+				if !tesv1.IsFinal(ch.New) {
+					if ch.Reason != "" {
+						t.Errorf("a state passed through has a reason: %q", ch.Reason)
+					}
+					continue
 				}
-			}
-			if started != nil && started.Reason != "" {
-				t.Errorf("a state passed through has a reason: %q", started.Reason)
+				if i != len(all)-1 || !strings.Contains(strings.ToLower(ch.Reason), strings.ToLower(c.reason)) || (c.reason == "" && ch.Reason != "") {
+					t.Errorf("final change %d of %d, reason %q; want the last, with %q", i+1, len(all), ch.Reason, c.reason)
+				}
 			}
 		})
 	}
@@ -124,11 +133,26 @@ func TestRecordedState(t *testing.T) {
 		{"no volume: the first executor", at([]string{"ex-00"}, "ex-00"), tesv1.StateRunning},
 		{"ended", anchorWith(nil, taskmeta.AnnotationState, tesv1.StateExecutorError), tesv1.StateExecutorError},
 		{"unreadable", anchorWith(nil, taskmeta.AnnotationProgress, "not json"), "UNKNOWN"},
+		{"labelled cancelled, not yet taken up", cancelled(at(fullParts, taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")), tesv1.StateRunning},
+		{"a cancel taken up", cancelled(cancelTakenUp()), tesv1.StateCanceling},
+		{"a part ended by the service, not cancelled", cancelTakenUp(), tesv1.StateRunning},
 	} {
 		if got := RecordedState(c.anchor); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
+}
+
+// ended is a progress record with a part the service ended.
+func ended(p *taskmeta.Progress, part, reason string) *taskmeta.Progress {
+	q := p.WithEnded(part, reason)
+	return &q
+}
+
+// cancelTakenUp is an anchor whose running executor a cancel step ended.
+func cancelTakenUp() metav1.ObjectMeta {
+	p := progressOf(fullParts, "ev", ago(time.Minute), taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")
+	return anchorWith(ended(&p, "ex-00", cancelledReason))
 }
 
 // statesHeard records what a StatePublisher was given; fail, while set,
@@ -221,6 +245,31 @@ func TestStepsTellTheirStateChanges(t *testing.T) {
 	}
 	if _, ok := api.anchor().Annotations[taskmeta.AnnotationStateEventsOwed]; ok {
 		t.Error("changes told are recorded as owed")
+	}
+}
+
+// Behaviour §5.8: a cancelled task is told CANCELING when a step takes the
+// cancel up (its running job deleted), then CANCELED; a cancel whose job's
+// deletion is rejected the same.
+func TestCancelIsToldCancelingThenCanceled(t *testing.T) {
+	for _, rejected := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deletion rejected %v", rejected), func(t *testing.T) {
+			api := newFakeAPI(t, cancelledTask()...)
+			if rejected {
+				api.inject("delete", "jobs", taskmeta.ObjectName(testTask, "ex-00"), errDenied, 0)
+			}
+			heard := &statesHeard{}
+			r := testRunner(api, DefaultConfig())
+			r.States = heard
+			for _, ev := range []string{"ev-cancel", "ev-deleted", "ev-later"} {
+				if _, err := r.Reconcile(testCtx(t), testNS, testTask, Options{Event: ev}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := heard.heard(), []string{"RUNNING>CANCELING", "CANCELING>CANCELED"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("told %v, want %v", got, want)
+			}
+		})
 	}
 }
 

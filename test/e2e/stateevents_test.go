@@ -61,11 +61,11 @@ func (s *stateRecorder) of(task string) []events.StateChangedData {
 	return slices.Clone(s.events[task])
 }
 
-// followStates polls the task's TES view until it shows a final state, and
-// returns the states it showed, each once, in order, and the last view.
-func (e *env) followStates(task string, timeout time.Duration) ([]string, tesv1.Task) {
+// followStates polls the task's TES view until it shows the state until
+// (any final state if empty), and returns the states it showed, each once,
+// in order, after those of seen, and the last view.
+func (e *env) followStates(task, until string, seen []string, timeout time.Duration) ([]string, tesv1.Task) {
 	e.t.Helper()
-	var seen []string
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		v, code := e.view(task)
@@ -73,22 +73,23 @@ func (e *env) followStates(task string, timeout time.Duration) ([]string, tesv1.
 			if len(seen) == 0 || seen[len(seen)-1] != v.State {
 				seen = append(seen, v.State)
 			}
-			if tesv1.IsFinal(v.State) {
+			if v.State == until || until == "" && tesv1.IsFinal(v.State) {
 				return seen, v
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	e.t.Fatalf("task %s: states %v, none final after %s; jobs: %s", task, seen, timeout, e.describeJobs(task))
+	e.t.Fatalf("task %s: states %v, not %q after %s; jobs: %s", task, seen, until, timeout, e.describeJobs(task))
 	return nil, tesv1.Task{}
 }
 
 // checkTold holds a task's recorded state changes to what GET showed: the
-// new states, in order, are the states GET showed (each step's pods run a
-// while, so GET sees each); each change starts where the one before ended,
-// from QUEUED; each id is the namespace, the task and the new state; the
-// final one's reason is the task's system_logs.
-func (e *env) checkTold(task string, told []events.StateChangedData, shown []string, last tesv1.Task) {
+// new states, in order, are want, and GET showed them in that order (all of
+// them, or with exact false, those it caught: a task is CANCELING for a
+// moment only); each change starts where the one before ended, from QUEUED;
+// each has the namespace and the task; the final one's reason is the task's
+// system_logs and its time GET's end_time.
+func (e *env) checkTold(task string, told []events.StateChangedData, want, shown []string, exact bool, last tesv1.Task) {
 	e.t.Helper()
 	var news []string
 	old := tesv1.StateQueued
@@ -99,8 +100,11 @@ func (e *env) checkTold(task string, told []events.StateChangedData, shown []str
 		}
 		old = d.NewState
 	}
-	if !slices.Equal(news, shown) {
-		e.t.Errorf("task %s: told %v, GET showed %v", task, news, shown)
+	if !slices.Equal(news, want) {
+		e.t.Errorf("task %s: told %v, want %v", task, news, want)
+	}
+	if exact && !slices.Equal(shown, want) || !isSubsequence(shown, news) {
+		e.t.Errorf("task %s: GET showed %v, told %v", task, shown, news)
 	}
 	if len(told) > 0 {
 		end := told[len(told)-1]
@@ -113,10 +117,22 @@ func (e *env) checkTold(task string, told []events.StateChangedData, shown []str
 	}
 }
 
+// isSubsequence reports whether sub's elements are in seq, in order.
+func isSubsequence(sub, seq []string) bool {
+	i := 0
+	for _, s := range seq {
+		if i < len(sub) && sub[i] == s {
+			i++
+		}
+	}
+	return i == len(sub)
+}
+
 // Behaviour §5.8: a subscriber's sink receives each task's states in order,
-// as GET showed them: a task that completes, told as it goes; a task whose
-// executor fails, whose changes the sink refused while it was down, told
-// by the sweep once it is back, in order, each once.
+// as GET showed them: a task that completes, and one cancelled, told as
+// they go; a task whose executor fails, whose changes the sink refused
+// while it was down, told by the sweep once it is back, in order, each
+// once.
 func TestStateEventsTellWhatGETShows(t *testing.T) {
 	rec := &stateRecorder{events: map[string][]events.StateChangedData{}}
 	hs := httptest.NewServer(rec)
@@ -131,21 +147,25 @@ func TestStateEventsTellWhatGETShows(t *testing.T) {
 	ok := "task-states01"
 	e.setLogs(ok+"-outputs-filer", "TESK_OUTPUT_FILE_LOGS [{\"output\":0,\"path\":\"/data/out/out.txt\",\"size_bytes\":\"5\"}]\n")
 	e.submit(ok, taskJSON(executor(ok, 0, nil, nil), executor(ok, 1, nil, nil)))
-	shown, last := e.followStates(ok, taskTimeout)
-	if want := []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateComplete}; !slices.Equal(shown, want) {
-		t.Fatalf("GET showed %v, want %v", shown, want)
+	shown, last := e.followStates(ok, "", nil, taskTimeout)
+	e.checkTold(ok, rec.of(ok), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateComplete}, shown, true, last)
+
+	// A task cancelled while its executor runs: CANCELING, then CANCELED.
+	gone := "task-states03"
+	e.submit(gone, taskJSON(executor(gone, 0, runFor("20s"), nil)))
+	shown, _ = e.followStates(gone, tesv1.StateRunning, nil, taskTimeout)
+	if code, body := e.post("task.cancelled", map[string]any{"task": gone}); code != http.StatusOK {
+		t.Fatalf("task.cancelled: %d %s", code, body)
 	}
-	e.checkTold(ok, rec.of(ok), shown, last)
+	shown, last = e.followStates(gone, "", shown, taskTimeout)
+	e.checkTold(gone, rec.of(gone), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling, tesv1.StateCanceled}, shown, false, last)
 
 	// The sink goes down: the failing task's changes are owed on its
 	// anchor, none lost, none told out of order.
 	rec.setDown(true)
 	bad := "task-states02"
 	e.submit(bad, taskJSON(executor(bad, 0, fail(3), nil), executor(bad, 1, nil, nil)))
-	shown, last = e.followStates(bad, taskTimeout)
-	if want := []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateExecutorError}; !slices.Equal(shown, want) {
-		t.Fatalf("GET showed %v, want %v", shown, want)
-	}
+	shown, last = e.followStates(bad, "", nil, taskTimeout)
 	if got := rec.of(bad); len(got) != 0 {
 		t.Fatalf("a sink that is down took %v", got)
 	}
@@ -156,7 +176,7 @@ func TestStateEventsTellWhatGETShows(t *testing.T) {
 	e.sweep() // still down: kept
 	rec.setDown(false)
 	e.sweep()
-	e.checkTold(bad, rec.of(bad), shown, last)
+	e.checkTold(bad, rec.of(bad), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateExecutorError}, shown, true, last)
 	a, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Get(t.Context(), bad, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +188,8 @@ func TestStateEventsTellWhatGETShows(t *testing.T) {
 	if n := len(rec.of(bad)); n != 3 {
 		t.Errorf("%d changes of the failing task told after another sweep, want the 3", n)
 	}
-	if n := len(rec.of(ok)); n != 3 {
-		t.Errorf("%d changes of the completed task told, want 3", n)
+	if n := len(rec.of(ok)) + len(rec.of(gone)); n != 7 {
+		t.Errorf("%d changes of the completed and the cancelled task told, want 7", n)
 	}
 	seen := map[string]bool{}
 	for _, id := range rec.ids {
