@@ -271,6 +271,34 @@ func TestCancelIsToldCancelingThenCanceled(t *testing.T) {
 			}
 		})
 	}
+	// Cancelled between two executors: both told by the one step; and
+	// when the sink is down, both owed, in order.
+	for _, down := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no job running, sink down %v", down), func(t *testing.T) {
+			prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
+			api := newFakeAPI(t, anchorObject(taskWith(2), cancelled(anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL))), owned(completed("ex-00")))
+			heard := &statesHeard{}
+			if down {
+				heard.fail = errors.New("503")
+			}
+			r := testRunner(api, DefaultConfig())
+			r.States = heard
+			res, err := r.Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
+			if err != nil || res.Ended != tesv1.StateCanceled {
+				t.Fatalf("%+v, %v; want the task CANCELED", res, err)
+			}
+			owed := api.anchor().Annotations[taskmeta.AnnotationStateEventsOwed]
+			if !down {
+				if got, want := heard.heard(), []string{"RUNNING>CANCELING", "CANCELING>CANCELED"}; fmt.Sprint(got) != fmt.Sprint(want) || owed != "" {
+					t.Errorf("told %v, owed %q; want %v, none owed", got, owed, want)
+				}
+				return
+			}
+			if want := `[{"old":"RUNNING","new":"CANCELING","time":"2025-03-01T12:00:00Z"},{"old":"CANCELING","new":"CANCELED","time":"2025-03-01T12:00:00Z"}]`; owed != want || heard.tries != 1 {
+				t.Errorf("owed %s after %d tries\nwant %s after 1", owed, heard.tries, want)
+			}
+		})
+	}
 }
 
 // Behaviour §5.8: a change that cannot be told fails nothing: the step
