@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -357,6 +358,28 @@ func TestUntoldStateChangesAreOwedAndToldBySweep(t *testing.T) {
 	}
 	if n := len(heard.heard()); n != 2 {
 		t.Errorf("%d changes told after a third sweep, want the 2", n)
+	}
+}
+
+// A change that cannot be told while another writer changes the anchor is
+// recorded on a fresh read.
+func TestUntoldStateChangeRecordedOnAFreshRead(t *testing.T) {
+	api := newFakeAPI(t, completedTask()...)
+	heard := &statesHeard{fail: errors.New("503"), onFail: func() {
+		_, err := api.CoreV1().ConfigMaps(testNS).Patch(context.Background(), testTask, types.MergePatchType, []byte(`{"metadata":{"labels":{"other":"writer"}}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Error(err)
+		}
+	}}
+	r := testRunner(api, DefaultConfig())
+	r.States = heard
+	res, err := r.Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-done", Job: taskmeta.ObjectName(testTask, "ex-00")})
+	if err != nil || res.Ended != tesv1.StateComplete {
+		t.Fatalf("step: %+v, %v; want it to end the task COMPLETE", res, err)
+	}
+	a := api.anchor()
+	if want := `[{"old":"RUNNING","new":"COMPLETE","time":"2025-03-01T12:00:00Z"}]`; a.Annotations[taskmeta.AnnotationStateEventsOwed] != want || a.Labels["other"] != "writer" {
+		t.Errorf("owed %q, labels %v; want %s beside the other writer's label", a.Annotations[taskmeta.AnnotationStateEventsOwed], a.Labels, want)
 	}
 }
 
