@@ -27,6 +27,9 @@ const (
 	MetricStepDuration = "tesk.step.duration"
 	MetricActions      = "tesk.actions"
 	MetricTasksEnded   = "tesk.tasks.ended"
+	// MetricStateEvents counts the tasks' state change events the handler
+	// published (StateSink), by outcome: delivered or failed.
+	MetricStateEvents = "tesk.state_events"
 	// The gauges of the last sweep's counts (SweptTasks).
 	MetricTasks        = "tesk.tasks"
 	MetricTasksQueued  = "tesk.tasks.queued"
@@ -106,6 +109,7 @@ type Telemetry struct {
 	duration metric.Float64Histogram
 	actions  metric.Int64Counter
 	ended    metric.Int64Counter
+	states   metric.Int64Counter
 
 	swept atomic.Pointer[sweptCounts]
 	users atomic.Pointer[sweptUsers]
@@ -148,6 +152,10 @@ func NewTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*Telemetry,
 	}
 	if s.ended, err = m.Int64Counter(MetricTasksEnded, metric.WithUnit("{task}"),
 		metric.WithDescription("Tasks ended, by final state")); err != nil {
+		return nil, err
+	}
+	if s.states, err = m.Int64Counter(MetricStateEvents, metric.WithUnit("{event}"),
+		metric.WithDescription("Tasks' state change events published, by outcome: delivered, or failed after its retries")); err != nil {
 		return nil, err
 	}
 	tasks, err := m.Int64ObservableGauge(MetricTasks, metric.WithUnit("{task}"),

@@ -9,6 +9,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -28,7 +30,13 @@ type StateSink struct {
 	Timeout  time.Duration
 	// Sleep waits between attempts (nil: a timer).
 	Sleep func(context.Context, time.Duration) error
+	// Telemetry counts the events delivered and failed (nil: none).
+	Telemetry *Telemetry
 }
+
+// OutcomeDelivered is a state change event the sink took
+// (MetricStateEvents); one that failed after its retries is OutcomeFailed.
+const OutcomeDelivered = "delivered"
 
 // The StateSink's bounds by default: four attempts, 0.1, 0.2 and 0.4 s
 // apart, 10 s in all, so that a sink that is down delays a step by less than
@@ -63,17 +71,38 @@ func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) erro
 	for attempt := 1; ; attempt++ {
 		res := s.Client.Send(ctx, ev)
 		if cloudevents.IsACK(res) {
+			s.count(ctx, OutcomeDelivered)
 			return nil
 		}
 		err = fmt.Errorf("event %s to %s (attempt %d of %d): %w", ev.ID(), s.URL, attempt, s.Attempts, res)
 		if attempt >= s.Attempts || !retriable(res) {
+			s.count(ctx, OutcomeFailed)
 			return err
 		}
 		if serr := s.sleep(ctx, wait); serr != nil {
+			s.count(ctx, OutcomeFailed)
 			return err
 		}
 		wait *= 2
 	}
+}
+
+func (s *StateSink) count(ctx context.Context, outcome string) {
+	if s.Telemetry != nil {
+		s.Telemetry.states.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrOutcome, outcome)))
+	}
+}
+
+// TellStates has the steps publish the tasks' state changes to url, with
+// the default bounds, counted in the server's metrics.
+func (s *Server) TellStates(url string) error {
+	sink, err := NewStateSink(url)
+	if err != nil {
+		return err
+	}
+	sink.Telemetry = s.telemetry()
+	s.Runner.States = sink
+	return nil
 }
 
 // retriable reports whether another attempt may deliver what this one did

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
@@ -160,5 +162,29 @@ func TestStateSinkOutlivesTheStep(t *testing.T) {
 	cancel()
 	if err := s.PublishState(ctx, change); err != nil || rec.requests() != 1 {
 		t.Errorf("after the step's context ended: %v, %d requests; want delivered", err, rec.requests())
+	}
+}
+
+// The server's sink counts what it delivered and what failed after its
+// retries (MetricStateEvents).
+func TestStateEventsCounted(t *testing.T) {
+	s, rec := newObservedServer(t)
+	sink := &sinkRecorder{codes: []int{200, 400}}
+	hs := httptest.NewServer(sink)
+	defer hs.Close()
+	if err := s.TellStates(hs.URL); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Runner.States.PublishState(context.Background(), change); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Runner.States.PublishState(context.Background(), change); err == nil {
+		t.Fatal("a refused event counted as delivered")
+	}
+	points := collect(t, rec.metrics)
+	for outcome, want := range map[string]int64{OutcomeDelivered: 1, OutcomeFailed: 1} {
+		if got := value(points, MetricStateEvents, attribute.String(AttrOutcome, outcome)); got != want {
+			t.Errorf("%s %s: %d, want %d", MetricStateEvents, outcome, got, want)
+		}
 	}
 }

@@ -147,7 +147,7 @@ func run(args []string, getenv func(string) string) error {
 		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
 	}
 	if o.stateSink != "" {
-		if srv.Runner.States, err = server.NewStateSink(o.stateSink); err != nil {
+		if err := srv.TellStates(o.stateSink); err != nil {
 			return err
 		}
 	}
