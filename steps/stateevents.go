@@ -22,8 +22,7 @@ import (
 type StateChange struct {
 	Namespace string
 	Task      string
-	// Owner is who created the task: the anchor's creator annotation,
-	// else its label-safe form (a task the TESK API wrote).
+	// Owner is who created the task (ownerOf).
 	Owner string
 	Old   string
 	New   string
@@ -89,12 +88,8 @@ func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started *StateChange, en
 	if tesv1.IsFinal(at) {
 		return nil, nil // an ended task never moves again
 	}
-	owner := anchor.Annotations[taskmeta.AnnotationCreator]
-	if owner == "" {
-		owner = anchor.Labels[taskmeta.LabelCreator]
-	}
 	change := func(next, reason string) StateChange {
-		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: owner, Old: at, New: next, Reason: reason}
+		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: at, New: next, Reason: reason}
 		at = next
 		return ch
 	}
@@ -111,6 +106,15 @@ func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started *StateChange, en
 		ended = append(ended, change(tesv1.StateCanceling, ""))
 	}
 	return started, append(ended, change(plan.Final.State, plan.Final.Reason))
+}
+
+// ownerOf is who created the task: the anchor's creator annotation, else
+// its label-safe form (a task the TESK API wrote).
+func ownerOf(anchor metav1.ObjectMeta) string {
+	if owner := anchor.Annotations[taskmeta.AnnotationCreator]; owner != "" {
+		return owner
+	}
+	return anchor.Labels[taskmeta.LabelCreator]
 }
 
 // owedChange is a state change whose event could not be delivered, as the
@@ -138,10 +142,7 @@ func owedChanges(anchor metav1.ObjectMeta) []owedChange {
 
 // changeOf is the StateChange an owed record stands for.
 func changeOf(anchor metav1.ObjectMeta, o owedChange) StateChange {
-	ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: anchor.Annotations[taskmeta.AnnotationCreator], Old: o.Old, New: o.New, Time: o.Time}
-	if ch.Owner == "" {
-		ch.Owner = anchor.Labels[taskmeta.LabelCreator]
-	}
+	ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: o.Old, New: o.New, Time: o.Time}
 	if tesv1.IsFinal(o.New) {
 		ch.Reason = anchor.Annotations[taskmeta.AnnotationReason]
 	}
