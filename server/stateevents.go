@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -32,7 +34,16 @@ type StateSink struct {
 	Sleep func(context.Context, time.Duration) error
 	// Telemetry counts the events delivered and failed (nil: none).
 	Telemetry *Telemetry
+	// TokenFile holds the OIDC token sent as a bearer token with each
+	// event when the file exists: a SinkBinding mounts it there
+	// (DefaultSinkTokenFile) when Knative Eventing's authentication-oidc
+	// is on, and the Broker then takes events from known senders only.
+	TokenFile string
 }
+
+// DefaultSinkTokenFile is where a SinkBinding mounts the OIDC token for its
+// sink.
+const DefaultSinkTokenFile = "/oidc/token"
 
 // OutcomeDelivered is a state change event the sink took
 // (MetricStateEvents); one that failed after its retries is OutcomeFailed.
@@ -66,6 +77,9 @@ func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) erro
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Timeout)
 	defer cancel()
 	ctx = cloudevents.ContextWithTarget(ctx, s.URL)
+	if token := s.token(); token != "" {
+		ctx = cehttp.WithCustomHeader(ctx, http.Header{"Authorization": {"Bearer " + token}})
+	}
 	wait := s.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -87,6 +101,20 @@ func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) erro
 	}
 }
 
+// token is the OIDC token to send, read for each event (the SinkBinding
+// renews it before it expires); "" without one. A token that cannot be
+// read is left out: the sink's refusal says why.
+func (s *StateSink) token() string {
+	if s.TokenFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(s.TokenFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func (s *StateSink) count(ctx context.Context, outcome string) {
 	if s.Telemetry != nil {
 		s.Telemetry.states.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrOutcome, outcome)))
@@ -94,13 +122,14 @@ func (s *StateSink) count(ctx context.Context, outcome string) {
 }
 
 // TellStates has the steps publish the tasks' state changes to url, with
-// the default bounds, counted in the server's metrics.
-func (s *Server) TellStates(url string) error {
+// the default bounds and the OIDC token of tokenFile when it exists,
+// counted in the server's metrics.
+func (s *Server) TellStates(url, tokenFile string) error {
 	sink, err := NewStateSink(url)
 	if err != nil {
 		return err
 	}
-	sink.Telemetry = s.telemetry()
+	sink.Telemetry, sink.TokenFile = s.telemetry(), tokenFile
 	s.Runner.States = sink
 	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,7 +175,7 @@ func TestStateEventsCounted(t *testing.T) {
 	sink := &sinkRecorder{codes: []int{200, 400}}
 	hs := httptest.NewServer(sink)
 	defer hs.Close()
-	if err := s.TellStates(hs.URL); err != nil {
+	if err := s.TellStates(hs.URL, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Runner.States.PublishState(context.Background(), change); err != nil {
@@ -186,5 +189,38 @@ func TestStateEventsCounted(t *testing.T) {
 		if got := value(points, MetricStateEvents, attribute.String(AttrOutcome, outcome)); got != want {
 			t.Errorf("%s %s: %d, want %d", MetricStateEvents, outcome, got, want)
 		}
+	}
+}
+
+// With Knative Eventing's authentication-oidc, each event carries the token
+// the SinkBinding mounts, read anew for each (it is renewed); without the
+// file, none.
+func TestStateSinkSendsTheToken(t *testing.T) {
+	rec := &sinkRecorder{codes: []int{200}}
+	hs := httptest.NewServer(rec)
+	defer hs.Close()
+	s, _ := testSink(t, hs.URL)
+	s.TokenFile = filepath.Join(t.TempDir(), "token")
+	publish := func() {
+		t.Helper()
+		if err := s.PublishState(context.Background(), change); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish()
+	if err := os.WriteFile(s.TokenFile, []byte("first-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	publish()
+	if err := os.WriteFile(s.TokenFile, []byte("renewed-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	publish()
+	var got []string
+	for _, r := range rec.got {
+		got = append(got, r.Header.Get("Authorization"))
+	}
+	if want := []string{"", "Bearer first-token", "Bearer renewed-token"}; !slices.Equal(got, want) {
+		t.Errorf("Authorization %q, want %q", got, want)
 	}
 }

@@ -45,7 +45,7 @@ type options struct {
 	pullPolicyAlways, debug, version               bool
 	port                                           int
 	kubeconfig                                     string
-	stateSink                                      string
+	stateSink, sinkToken                           string
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -85,6 +85,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	// A SinkBinding on the handler (the chart's stateEvents) sets K_SINK.
 	stateSink := def("STATE_EVENTS_SINK", getenv("K_SINK"))
 	fs.StringVar(&o.stateSink, "state-events-sink", stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
+	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", server.DefaultSinkTokenFile), "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
 	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -147,7 +148,7 @@ func run(args []string, getenv func(string) string) error {
 		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
 	}
 	if o.stateSink != "" {
-		if err := srv.TellStates(o.stateSink); err != nil {
+		if err := srv.TellStates(o.stateSink, o.sinkToken); err != nil {
 			return err
 		}
 	}
