@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -575,5 +577,27 @@ func TestNewStepEvents(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %+v, %v; want %+v", c.typ, got, err, c.want)
 		}
+	}
+}
+
+// The sink's token is read from its file each time; a file that is not
+// there is no token, one that cannot be read an error.
+func TestSinkToken(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if tok, err := SinkToken(file); tok != "" || err != nil {
+		t.Errorf("no file: %q, %v", tok, err)
+	}
+	if tok, err := SinkToken(""); tok != "" || err != nil {
+		t.Errorf("no file named: %q, %v", tok, err)
+	}
+	if err := os.WriteFile(file, []byte(" abc.def \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := SinkToken(file); tok != "abc.def" || err != nil {
+		t.Errorf("a token: %q, %v", tok, err)
+	}
+	if _, err := SinkToken(dir); err == nil {
+		t.Error("a directory: no error")
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -36,14 +34,10 @@ type StateSink struct {
 	Telemetry *Telemetry
 	// TokenFile holds the OIDC token sent as a bearer token with each
 	// event when the file exists: a SinkBinding mounts it there
-	// (DefaultSinkTokenFile) when Knative Eventing's authentication-oidc
+	// (events.DefaultSinkTokenFile) when Knative Eventing's authentication-oidc
 	// is on, and the Broker then takes events from known senders only.
 	TokenFile string
 }
-
-// DefaultSinkTokenFile is where a SinkBinding mounts the OIDC token for its
-// sink.
-const DefaultSinkTokenFile = "/oidc/token"
 
 // OutcomeDelivered is a state change event the sink took
 // (MetricStateEvents); one that failed after its retries is OutcomeFailed.
@@ -105,14 +99,8 @@ func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) erro
 // renews it before it expires); "" without one. A token that cannot be
 // read is left out: the sink's refusal says why.
 func (s *StateSink) token() string {
-	if s.TokenFile == "" {
-		return ""
-	}
-	b, err := os.ReadFile(s.TokenFile)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+	token, _ := events.SinkToken(s.TokenFile)
+	return token
 }
 
 func (s *StateSink) count(ctx context.Context, outcome string) {
@@ -154,12 +142,5 @@ func (s *StateSink) sleep(ctx context.Context, d time.Duration) error {
 	if s.Sleep != nil {
 		return s.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return steps.Sleep(ctx, d)
 }

@@ -176,11 +176,17 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 	return res, fmt.Errorf("task %s changed under %d attempts of the step; try again", task, maxAttempts)
 }
 
-// sleep waits for d, or until the context ends.
+// sleep waits for d, or until the context ends (Runner.Sleep, if set,
+// waits instead).
 func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
 	if r.Sleep != nil {
 		return r.Sleep(ctx, d)
 	}
+	return Sleep(ctx, d)
+}
+
+// Sleep waits for d, or until the context ends (its error then).
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -138,24 +136,14 @@ func (s *Server) create(c echo.Context) error {
 	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
 }
 
-// DefaultSinkTokenFile is where a SinkBinding mounts the OIDC token for its
-// sink (Knative Eventing's authentication-oidc).
-const DefaultSinkTokenFile = "/oidc/token"
-
-// sinkToken is the OIDC token to send with an event, read each time (the
-// SinkBinding renews it before it expires); "" when there is none.
+// sinkToken is the OIDC token to send with an event (events.SinkToken);
+// "" when there is none.
 func (s *Server) sinkToken() string {
-	if s.Config.SinkTokenFile == "" {
-		return ""
-	}
-	b, err := os.ReadFile(s.Config.SinkTokenFile)
+	token, err := events.SinkToken(s.Config.SinkTokenFile)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.Log.Warnw("The sink's token cannot be read; the event goes without it", "file", s.Config.SinkTokenFile, "error", err)
-		}
-		return ""
+		s.Log.Warnw("The sink's token cannot be read; the event goes without it", "file", s.Config.SinkTokenFile, "error", err)
 	}
-	return strings.TrimSpace(string(b))
+	return token
 }
 
 // post sends a step's CloudEvent (from package events) to the sink with the

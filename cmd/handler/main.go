@@ -16,6 +16,7 @@ import (
 
 	"knative.dev/pkg/signals"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -85,7 +86,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	// A SinkBinding on the handler (the chart's stateEvents) sets K_SINK.
 	stateSink := def("STATE_EVENTS_SINK", getenv("K_SINK"))
 	fs.StringVar(&o.stateSink, "state-events-sink", stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
-	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", server.DefaultSinkTokenFile), "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
+	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", events.DefaultSinkTokenFile), "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
 	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"knative.dev/pkg/signals"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -70,7 +71,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
 	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
 	fs.StringVar(&o.sink, "sink", getenv("K_SINK"), "where task.submitted and task.cancelled are posted (env K_SINK, set by a SinkBinding)")
-	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", tes.DefaultSinkTokenFile), "the OIDC token sent with each event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
+	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", events.DefaultSinkTokenFile), "the OIDC token sent with each event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
 	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
 	fs.BoolVar(&o.debug, "debug", debug, "debug logging (env DEBUG)")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "serve without access control (local development only)")
