@@ -1,10 +1,14 @@
 package tes
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -144,4 +148,87 @@ func TestFullPageWithinItsBytes(t *testing.T) {
 			t.Errorf("%s pages %v, want the list's order %v once", view, full, basic[0])
 		}
 	}
+}
+
+// A FULL list over 300 tasks of 1 MiB of (compressible) inline content
+// each: every page keeps to the 16 MiB budget, the pages hold every task
+// once, and the heap the list holds at its peak is reported (it reads and
+// encodes a chunk of a page at a time, not the 300 MiB the tasks inflate
+// to).
+func TestFullListOfLargeTasksKeepsItsBudget(t *testing.T) {
+	a := newAPITest(t)
+	content := strings.Repeat("ACGT", 1<<18-256) // about 1 MiB, as much as a task may hold
+	for i := 0; i < 300; i++ {
+		task := fmt.Sprintf(`{"name":"big-%d","inputs":[{"path":"/data/in","content":%q}],"executors":[{"image":"alpine","command":["true"]}]}`, i, content)
+		if code, body := a.do(http.MethodPost, "/tasks", task); code != http.StatusOK {
+			t.Fatalf("create %d: %d %v", i, code, body)
+		}
+	}
+	a.withMetadata()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := uint64(0)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	seen, pages, largest := map[string]bool{}, 0, 0
+	token := ""
+	for ; pages < 100; pages++ {
+		req, err := http.NewRequest(http.MethodGet, a.url+"/tasks?view=FULL&page_size=300&page_token="+token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("page %d: %d %v", pages, resp.StatusCode, err)
+		}
+		largest = max(largest, len(raw))
+		var body struct {
+			Tasks []struct {
+				ID string `json:"id"`
+			} `json:"tasks"`
+			Next string `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range body.Tasks {
+			if seen[tk.ID] {
+				t.Errorf("%s on two pages", tk.ID)
+			}
+			seen[tk.ID] = true
+		}
+		if token = body.Next; token == "" {
+			pages++
+			break
+		}
+	}
+	close(stop)
+	<-done
+	if len(seen) != 300 {
+		t.Errorf("%d tasks over the pages, want 300", len(seen))
+	}
+	if largest > DefaultListBytes+1<<20 {
+		t.Errorf("a page of %d bytes, past the budget of %d (and one task)", largest, DefaultListBytes)
+	}
+	t.Logf("300 tasks of 1 MiB in %d FULL pages, the largest %.1f MiB; the heap at its peak %.1f MiB above the %.1f MiB before the list",
+		pages, float64(largest)/(1<<20), float64(peak-min(peak, before.HeapAlloc))/(1<<20), float64(before.HeapAlloc)/(1<<20))
 }
