@@ -77,6 +77,27 @@ func Usage(log tesv1.TaskLog, jobs map[string]*batchv1.Job, req Requested, now t
 	return out
 }
 
+// Prices are what an hour of a core, of a GB of memory and of a GB of disk
+// costs a site (US dollars); the zero Prices: none.
+type Prices struct {
+	CoreHour, RAMGBHour, DiskGBHour float64
+}
+
+// On reports whether a price is set.
+func (p Prices) On() bool { return p.CoreHour > 0 || p.RAMGBHour > 0 || p.DiskGBHour > 0 }
+
+// PricePerHourKey is the task log's metadata key of what an hour of the
+// task costs, as Cromwell's TES backend reads it (with logs[0].start_time)
+// to price a task.
+const PricePerHourKey = "vm_price_per_hour_usd"
+
+// PricePerHour is what an hour of a task that asked for req costs at
+// prices p, to the millionth of a dollar.
+func PricePerHour(req Requested, p Prices) string {
+	v := req.CPUCores*p.CoreHour + req.RAMGB*p.RAMGBHour + req.DiskGB*p.DiskGBHour
+	return strconv.FormatFloat(float64(int64(v*1e6+0.5))/1e6, 'f', -1, 64)
+}
+
 // seconds prints a figure to the millisecond.
 func seconds(v float64) string {
 	return strconv.FormatFloat(float64(int64(v*1000+0.5))/1000, 'f', -1, 64)

@@ -32,6 +32,9 @@ type Config struct {
 	// Info is the service-info (type, and the backend parameters, are set
 	// by the service).
 	Info tesv1.ServiceInfo
+	// Prices, when set, price an hour of each task in its log's metadata
+	// (steps.PricePerHourKey), for Cromwell (TES_PRICE_PER_*).
+	Prices steps.Prices
 	// LogTailBytes bounds each of a running executor's streams in the FULL
 	// view (0: steps.DefaultLogTailBytes).
 	LogTailBytes int

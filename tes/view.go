@@ -67,7 +67,11 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 	}
 	out.Logs = s.taskLogs(ctx, v, byPart, podList, view)
 	if len(out.Logs) > 0 {
-		out.Logs[0].Metadata = steps.Usage(out.Logs[0], byPart, s.requested(stored.Resources), s.now())
+		req := s.requested(stored.Resources)
+		out.Logs[0].Metadata = steps.Usage(out.Logs[0], byPart, req, s.now())
+		if s.Config.Prices.On() {
+			out.Logs[0].Metadata[steps.PricePerHourKey] = steps.PricePerHour(req, s.Config.Prices)
+		}
 	}
 	return out
 }

@@ -125,6 +125,22 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 		}
 		cfg.CreatesPerMinute = n
 	}
+	for _, p := range []struct {
+		v, name string
+		to      *float64
+	}{
+		{def("TES_PRICE_PER_CORE_HOUR_USD", ""), "TES_PRICE_PER_CORE_HOUR_USD", &cfg.Prices.CoreHour},
+		{def("TES_PRICE_PER_RAM_GB_HOUR_USD", ""), "TES_PRICE_PER_RAM_GB_HOUR_USD", &cfg.Prices.RAMGBHour},
+		{def("TES_PRICE_PER_DISK_GB_HOUR_USD", ""), "TES_PRICE_PER_DISK_GB_HOUR_USD", &cfg.Prices.DiskGBHour},
+	} {
+		if v := p.v; v != "" {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(n >= 0 && n <= 1e6) {
+				return cfg, fmt.Errorf("%s=%q is not a price in US dollars from 0 to 1e6", p.name, v)
+			}
+			*p.to = n
+		}
+	}
 	if s := def("TES_LOG_TAIL_BYTES", ""); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > steps.MaxLogTailBytes {

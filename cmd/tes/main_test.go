@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
@@ -37,6 +38,9 @@ func TestAPIConfig(t *testing.T) {
 		{"disk infinite", map[string]string{"TES_MAX_DISK_GB": "+Inf"}, "TES_MAX_DISK_GB"},
 		{"create rate", map[string]string{"TES_CREATE_RATE_PER_USER": "120"}, ""},
 		{"create rate not a number", map[string]string{"TES_CREATE_RATE_PER_USER": "fast"}, "TES_CREATE_RATE_PER_USER"},
+		{"prices", map[string]string{"TES_PRICE_PER_CORE_HOUR_USD": "0.04", "TES_PRICE_PER_RAM_GB_HOUR_USD": " 0.005 ", "TES_PRICE_PER_DISK_GB_HOUR_USD": "0"}, ""},
+		{"a price not a number", map[string]string{"TES_PRICE_PER_RAM_GB_HOUR_USD": "cheap"}, "TES_PRICE_PER_RAM_GB_HOUR_USD"},
+		{"a price below 0", map[string]string{"TES_PRICE_PER_CORE_HOUR_USD": "-1"}, "TES_PRICE_PER_CORE_HOUR_USD"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,6 +55,10 @@ func TestAPIConfig(t *testing.T) {
 			case "defaults":
 				if cfg.Limits != tes.DefaultLimits() {
 					t.Errorf("limits %+v, want the defaults %+v", cfg.Limits, tes.DefaultLimits())
+				}
+			case "prices":
+				if cfg.Prices != (steps.Prices{CoreHour: 0.04, RAMGBHour: 0.005}) {
+					t.Errorf("prices %+v", cfg.Prices)
 				}
 			case "create rate":
 				if cfg.CreatesPerMinute != 120 {

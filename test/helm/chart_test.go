@@ -55,6 +55,8 @@ func TestTemplateValues(t *testing.T) {
 			[]string{`TES_AUTH: "none"`, `EXECUTOR_BACKOFF_LIMIT: "5"`, `EXECUTOR_MAX_PREEMPTIONS: "1"`, `UPLOAD_OUTPUTS_ON_FAILURE: "true"`, `FILER_BACKOFF_LIMIT: "1"`, `POD_TIMEOUT: "60"`, `TESK_MAX_QUEUE_SECONDS: "3600"`, `TASK_TTL_SECONDS: "86400"`, `TASK_MAX_RUN_SECONDS: "7200"`}},
 		{"who creates", map[string]any{"auth": map[string]any{"mode": "oidc,basic", "sharedOwners": true, "oidc": map[string]any{"issuer": "https://login.example.org/", "allowedGroups": "lab-a,lab-b", "allowedSubjects": "bob"}, "basic": map[string]any{"usersSecret": "tes-users"}}},
 			[]string{`TES_AUTH: "oidc,basic"`, `OIDC_ISSUER: "https://login.example.org/"`, "secretName: tes-users", `OIDC_ALLOWED_GROUPS: "lab-a,lab-b"`, `OIDC_ALLOWED_SUBJECTS: "bob"`, `TES_AUTH_SHARED_OWNERS: "true"`}},
+		{"prices", map[string]any{"auth": none, "tasks": map[string]any{"prices": map[string]any{"coreHourUSD": 0.04, "ramGBHourUSD": "0.005", "diskGBHourUSD": 0.0001}}},
+			[]string{`TES_PRICE_PER_CORE_HOUR_USD: "0.04"`, `TES_PRICE_PER_RAM_GB_HOUR_USD: "0.005"`, `TES_PRICE_PER_DISK_GB_HOUR_USD: "0.0001"`}},
 		{"denied ranges", map[string]any{"auth": none, "tasks": map[string]any{"deniedCIDRs": map[string]any{"ipv4": []any{"10.0.0.0/8", "203.0.113.0/24"}, "ipv6": []any{"fc00::/7"}}}},
 			[]string{"except:\n              - 10.0.0.0/8\n              - 203.0.113.0/24\n        - ipBlock:", "except:\n              - fc00::/7\n\n---"}},
 		{"private ranges", map[string]any{"auth": none, "tasks": map[string]any{"allowedPrivateCIDRs": []any{"10.20.30.40/32", "fd00::/8"}}},
