@@ -357,12 +357,21 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 
+	// Their ports are picked as they start, not with the others: a port
+	// free when the cluster began may be another's seconds later.
+	if c.ports.ControllerManager, err = freePort(); err != nil {
+		return c, err
+	}
 	if err := c.start(opts, "kube-controller-manager", binControllerManager, append(c.controllerManagerArgs(), opts.ControllerManagerFlags...)); err != nil {
+		return c, err
+	}
+	if c.ports.Scheduler, err = freePort(); err != nil {
 		return c, err
 	}
 	if err := c.start(opts, "kube-scheduler", binScheduler, append(c.schedulerArgs(), opts.SchedulerFlags...)); err != nil {
 		return c, err
 	}
+	p = c.ports
 	if err := c.start(opts, "kwok", binKwok, append(c.kwokArgs(), opts.KwokFlags...)); err != nil {
 		return c, err
 	}
@@ -680,12 +689,6 @@ func choosePorts(opts Options) (ports, error) {
 		return p, err
 	}
 	if p.Kubelet, err = pick("kwok kubelet server", opts.KubeletPort); err != nil {
-		return p, err
-	}
-	if p.ControllerManager, err = pick("kube-controller-manager", 0); err != nil {
-		return p, err
-	}
-	if p.Scheduler, err = pick("kube-scheduler", 0); err != nil {
 		return p, err
 	}
 	return p, nil
