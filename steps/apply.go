@@ -173,14 +173,8 @@ func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
 	case DeleteJob:
 		return st.deleteJob(ctx, act.Part, act.Reason)
 	case DeletePVC:
-		if err := st.deletePVC(ctx); err != nil {
-			st.pvcLeft = err.Error()
-			if len(st.pvcLeft) > maxPVCLeft {
-				st.pvcLeft = st.pvcLeft[:maxPVCLeft] + "…"
-			}
-		} else {
-			st.pvcGone = true
-		}
+		st.pvcLeft = st.deletePVC(ctx)
+		st.pvcGone = st.pvcLeft == ""
 		return finished, nil
 	case ReleasePVC:
 		st.releasePVC(ctx)
@@ -310,17 +304,22 @@ func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) 
 // maxPVCLeft bounds the error the anchor records of a PVC left (bytes).
 const maxPVCLeft = 512
 
-// deletePVC deletes the task's PVC; a failure is logged and returned, and
-// the task goes on: the anchor records it, and the sweep tries again.
-func (st *step) deletePVC(ctx context.Context) error {
+// deletePVC deletes the task's PVC; a failure is logged and its error
+// returned (at most maxPVCLeft bytes; "" when the PVC is gone), and the
+// task goes on: the anchor records it, and the sweep tries again.
+func (st *step) deletePVC(ctx context.Context) string {
 	err := st.r.call(ctx, func(ctx context.Context) error {
 		return st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Delete(ctx, taskmeta.PVCName(st.a.Name), metav1.DeleteOptions{})
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		st.r.log(ctx).Warnw("Deleting the PVC failed; going on, the sweep tries again", "task", st.a.Name, "pvc", taskmeta.PVCName(st.a.Name), "error", err)
-		return err
+		left := err.Error()
+		if len(left) > maxPVCLeft {
+			left = left[:maxPVCLeft] + "…"
+		}
+		return left
 	}
-	return nil
+	return ""
 }
 
 func (st *step) releasePVC(ctx context.Context) {

@@ -133,10 +133,10 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 		{def("TES_PRICE_PER_RAM_GB_HOUR_USD", ""), "TES_PRICE_PER_RAM_GB_HOUR_USD", &cfg.Prices.RAMGBHour},
 		{def("TES_PRICE_PER_DISK_GB_HOUR_USD", ""), "TES_PRICE_PER_DISK_GB_HOUR_USD", &cfg.Prices.DiskGBHour},
 	} {
-		if v := p.v; v != "" {
-			n, err := strconv.ParseFloat(v, 64)
+		if p.v != "" {
+			n, err := strconv.ParseFloat(p.v, 64)
 			if err != nil || !(n >= 0 && n <= 1e6) {
-				return cfg, fmt.Errorf("%s=%q is not a price in US dollars from 0 to 1e6", p.name, v)
+				return cfg, fmt.Errorf("%s=%q is not a price in US dollars from 0 to 1e6", p.name, p.v)
 			}
 			*p.to = n
 		}
