@@ -91,7 +91,7 @@ func New(rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*Server, er
 	b := k8sevents.NewBroadcaster(&k8sevents.EventSinkImpl{Interface: client.EventsV1()})
 	b.StartRecordingToSink(make(chan struct{}))
 	return &Server{
-		Runner:     &steps.Runner{Client: client, Config: cfg, Log: log, Recorder: b.NewRecorder(scheme.Scheme, ReportingController)},
+		Runner:     &steps.Runner{Client: client, Metadata: md, Config: cfg, Log: log, Recorder: b.NewRecorder(scheme.Scheme, ReportingController)},
 		Metadata:   md,
 		Namespace:  cfg.Namespace,
 		Log:        log,

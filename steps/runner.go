@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	k8sevents "k8s.io/client-go/tools/events"
 	"knative.dev/pkg/logging"
 	"sigs.k8s.io/yaml"
@@ -28,7 +29,10 @@ import (
 // plan. It holds no state of its own between calls.
 type Runner struct {
 	Client kubernetes.Interface
-	Config Config
+	// Metadata lists objects' metadata alone, where a step needs no more
+	// (nil: whole objects through Client).
+	Metadata metadata.Interface
+	Config   Config
 	// Log is the logger when the context carries none (knative.dev/pkg/logging).
 	Log *zap.SugaredLogger
 	// Now is the clock (time.Now if nil).

@@ -143,34 +143,58 @@ func (r *Runner) releaseShare(ctx context.Context, ns, owner string, tasks ...st
 // startWaiting starts an owner's waiting tasks, the oldest first, while its
 // share has room (each start claims its place).
 func (r *Runner) startWaiting(ctx context.Context, ns, owner, event string) {
-	var list *corev1.ConfigMapList
-	sel := labels.Set{taskmeta.LabelCreator: owner, taskmeta.LabelWaiting: "true"}.String()
-	err := r.call(ctx, func(ctx context.Context) (err error) {
-		list, err = r.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		return err
-	})
+	waiting, err := r.waitingOf(ctx, ns, owner)
 	if err != nil {
 		r.log(ctx).Warnw("Could not list the owner's waiting tasks; the sweep starts them", "owner", owner, "error", err)
 		return
 	}
-	items := list.Items
-	sort.Slice(items, func(i, j int) bool {
-		ti, tj := items[i].CreationTimestamp, items[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return items[i].Name < items[j].Name
-	})
-	for _, cm := range items {
-		res, err := r.Reconcile(ctx, ns, cm.Name, Options{Event: event, Submit: true})
+	for _, m := range waiting {
+		res, err := r.Reconcile(ctx, ns, m.Name, Options{Event: event, Submit: true})
 		if err != nil {
-			r.log(ctx).Warnw("Could not start a waiting task; the sweep starts it", "task", cm.Name, "error", err)
+			r.log(ctx).Warnw("Could not start a waiting task; the sweep starts it", "task", m.Name, "error", err)
 			return
 		}
 		if res.Waiting {
 			return // the share is full again
 		}
 	}
+}
+
+// waitingOf lists an owner's waiting tasks, the oldest first: their
+// metadata alone where the Runner has a metadata client (a start reads
+// each anchor whole anyway, and most of them wait on), else whole anchors.
+func (r *Runner) waitingOf(ctx context.Context, ns, owner string) ([]metav1.ObjectMeta, error) {
+	opts := metav1.ListOptions{LabelSelector: labels.Set{taskmeta.LabelCreator: owner, taskmeta.LabelWaiting: "true"}.String()}
+	var metas []metav1.ObjectMeta
+	err := r.call(ctx, func(ctx context.Context) error {
+		metas = metas[:0]
+		if r.Metadata != nil {
+			list, err := r.Metadata.Resource(configMapsResource).Namespace(ns).List(ctx, opts)
+			if err != nil {
+				return err
+			}
+			for _, m := range list.Items {
+				metas = append(metas, m.ObjectMeta)
+			}
+			return nil
+		}
+		list, err := r.Client.CoreV1().ConfigMaps(ns).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, cm := range list.Items {
+			metas = append(metas, cm.ObjectMeta)
+		}
+		return nil
+	})
+	sort.Slice(metas, func(i, j int) bool {
+		ti, tj := metas[i].CreationTimestamp, metas[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return metas[i].Name < metas[j].Name
+	})
+	return metas, err
 }
 
 // holdShare claims a task's place in its owner's share. Without room, the

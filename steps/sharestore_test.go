@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -181,4 +183,54 @@ func newMetadataFake(t *testing.T, api *fakeAPI) metadata.Interface {
 		objs = append(objs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: cm.ObjectMeta})
 	}
 	return metadatafake.NewSimpleMetadataClient(scheme, objs...)
+}
+
+// TestWaitingTasksStartFromTheirMetadata: when a task's end gives its
+// place back, the owner's waiting tasks are found by their metadata alone
+// (an anchor may hold a MiB of a task) where the Runner has a metadata
+// client, and the oldest starts while the younger waits on.
+func TestWaitingTasksStartFromTheirMetadata(t *testing.T) {
+	api := newFakeAPI(t, ownedAnchor("task-a1", "alice", 3*time.Minute), ownedAnchor("task-a2", "alice", 2*time.Minute), ownedAnchor("task-a3", "alice", time.Minute))
+	cfg := DefaultConfig()
+	cfg.Namespace = testNS
+	cfg.Quota = Quota{Tasks: 1}
+	r := testRunner(api, cfg)
+	ctx := testCtx(t)
+	for i, task := range []string{"task-a1", "task-a3", "task-a2"} {
+		if _, err := r.Reconcile(ctx, testNS, task, Options{Event: fmt.Sprintf("e%d", i), Submit: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := newMetadataFake(t, api).(*metadatafake.FakeMetadataClient)
+	r.Metadata = md
+	before := len(api.Actions())
+
+	a1 := api.configMap(t, "task-a1")
+	a1.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
+	if _, err := api.CoreV1().ConfigMaps(testNS).Update(ctx, a1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e4", Cancel: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e5", GoneJob: taskmeta.ObjectName("task-a1", "ex-00")}); err != nil || res.Ended != tesv1.StateCanceled {
+		t.Fatalf("the cancelled task's end: %+v %v", res, err)
+	}
+	if !api.started(t, "task-a2") || api.started(t, "task-a3") {
+		t.Errorf("started: the oldest waiting %v, the younger %v; want the oldest alone", api.started(t, "task-a2"), api.started(t, "task-a3"))
+	}
+	for _, a := range api.Actions()[before:] {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "configmaps" {
+			t.Errorf("the waiting tasks were listed whole: %v", a)
+		}
+	}
+	lists := 0
+	for _, a := range md.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok && l.GetListRestrictions().Labels.String() == "creator-user-id=alice,"+taskmeta.LabelWaiting+"=true" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d metadata lists of alice's waiting tasks, want 1", lists)
+	}
 }
