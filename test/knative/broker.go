@@ -57,8 +57,15 @@ func (e *Env) PostTo(ctx context.Context, url, token string, ev BrokerEvent) (in
 
 // BrokerToken is a token for the Broker's audience of a ServiceAccount of
 // the platform's namespace (the TES API's, tesk-tes): what a sender the
-// Broker takes events from holds.
+// Broker takes events from holds under Eventing's default authorization
+// mode (allow-same-namespace).
 func (e *Env) BrokerToken(ctx context.Context) (string, error) {
+	return e.BrokerTokenOf(ctx, "tesk-tes")
+}
+
+// BrokerTokenOf is a token for the Broker's audience of the ServiceAccount
+// sa of the platform's namespace.
+func (e *Env) BrokerTokenOf(ctx context.Context, sa string) (string, error) {
 	b, err := e.C.Dynamic.Resource(BrokerGVR).Namespace(e.Namespaces.Platform).Get(ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		return "", err
@@ -67,10 +74,25 @@ func (e *Env) BrokerToken(ctx context.Context) (string, error) {
 	if aud == "" {
 		return "", fmt.Errorf("the Broker announces no audience (is Eventing's authentication-oidc on?)")
 	}
-	tr, err := e.C.Client.CoreV1().ServiceAccounts(e.Namespaces.Platform).CreateToken(ctx, "tesk-tes",
+	tr, err := e.C.Client.CoreV1().ServiceAccounts(e.Namespaces.Platform).CreateToken(ctx, sa,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", err
 	}
 	return tr.Status.Token, nil
+}
+
+// SinkBindingIdentity is the ServiceAccount Eventing made the OIDC identity
+// of a SinkBinding of the platform's namespace: whose token it mounts into
+// its subject's pods.
+func (e *Env) SinkBindingIdentity(ctx context.Context, name string) (string, error) {
+	sb, err := e.C.Dynamic.Resource(SinkBindingGVR).Namespace(e.Namespaces.Platform).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	sa, _, _ := unstructured.NestedString(sb.Object, "status", "auth", "serviceAccountName")
+	if sa == "" {
+		return "", fmt.Errorf("SinkBinding %s has no OIDC identity in its status (status.auth.serviceAccountName)", name)
+	}
+	return sa, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,7 @@ func TestChartOnKnative(t *testing.T) {
 		},
 		"auth":    map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
 		"handler": map[string]any{"eventsAudience": "tesk-chart-handler"},
+		"broker":  map[string]any{"eventPolicies": true},
 	}
 	helm := func(verb string, vals map[string]any) string {
 		t.Helper()
@@ -128,6 +130,8 @@ func TestChartOnKnative(t *testing.T) {
 		}
 	}
 
+	chartSenders(ctx, t, chart)
+
 	api, err := chart.TES(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +150,20 @@ func TestChartOnKnative(t *testing.T) {
 	ex1, err1 := env.C.Client.BatchV1().Jobs(tasks).Get(ctx, id+"-ex-01", metav1.GetOptions{})
 	if err0 != nil || err1 != nil || ex0.Status.CompletionTime == nil {
 		t.Fatalf("the task's Jobs: %v, %v", err0, err1)
+	}
+	// The sweep adopts a task that got no task.submitted 30 s after its
+	// creation: a first Job sooner is the TES API's event, let through by
+	// its EventPolicy.
+	anchor, err := env.C.Client.CoreV1().ConfigMaps(tasks).Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := firstJob(ctx, tasks, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gap := first.CreationTimestamp.Sub(anchor.CreationTimestamp.Time); gap >= 30*time.Second {
+		t.Errorf("the task's first Job (%s) created %s after the task: its task.submitted was not taken (the sweep adopted it)", first.Name, gap)
 	}
 	if gap := ex1.CreationTimestamp.Sub(ex0.Status.CompletionTime.Time); gap > 15*time.Second {
 		t.Errorf("ex-01 created %s after ex-00 completed: the Triggers' events were not taken (the minute's sweep took the step)", gap)
@@ -202,6 +220,68 @@ func TestChartOnKnative(t *testing.T) {
 }
 
 // waitJob waits until the task's Job name exists in namespace ns.
+// chartSenders checks the chart's EventPolicies (broker.eventPolicies) on
+// the Broker's ingress: a ServiceAccount of the platform's namespace that
+// is none of the release's senders is refused (403), where Eventing's
+// default mode would take it; the TES API's identity may post the types it
+// sends and no other.
+func chartSenders(ctx context.Context, t *testing.T, chart *Env) {
+	t.Helper()
+	stranger, err := chart.BrokerTokenOf(ctx, "tesk-tes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := chart.SinkBindingIdentity(ctx, "tesk-tes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tesToken, err := chart.BrokerTokenOf(ctx, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping := []byte(`{}`)
+	job := []byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"x-ex-00","namespace":"tesk-chart-tasks","labels":{"taskmaster-name":"x"}},"status":{"failed":1}}`)
+	cancel := []byte(`{"task":"task-none00000","namespace":"tesk-chart-tasks"}`)
+	for _, c := range []struct {
+		who, token, typ string
+		data            []byte
+		want            int
+	}{
+		{"a ServiceAccount of the namespace that sends nothing", stranger, "dev.knative.sources.ping", ping, http.StatusForbidden},
+		{"the TES API's identity", tesToken, "dev.knative.apiserver.resource.update", job, http.StatusForbidden},
+		{"the TES API's identity", tesToken, "dev.knative.sources.ping", ping, http.StatusForbidden},
+		{"the TES API's identity", tesToken, "task.cancelled", cancel, http.StatusAccepted},
+	} {
+		ev := BrokerEvent{ID: fmt.Sprintf("senders-%d", time.Now().UnixNano()), Type: c.typ, Source: "test/knative", Data: c.data}
+		code, err := chart.PostToBroker(ctx, c.token, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.want {
+			t.Errorf("%s posting %s to the Broker: %d, want %d", c.who, c.typ, code, c.want)
+		}
+		t.Logf("%s posting %s to the Broker: %d", c.who, c.typ, code)
+	}
+}
+
+// firstJob is the task's Job created first.
+func firstJob(ctx context.Context, ns, task string) (*batchv1.Job, error) {
+	list, err := env.C.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "taskmaster-name=" + task})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("task %s has no Job", task)
+	}
+	first := &list.Items[0]
+	for i := range list.Items {
+		if list.Items[i].CreationTimestamp.Before(&first.CreationTimestamp) {
+			first = &list.Items[i]
+		}
+	}
+	return first, nil
+}
+
 func waitJob(ctx context.Context, ns, name string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
