@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The documents hold to the runs: BENCHMARKS.md's block of make bench is
@@ -82,5 +83,86 @@ func TestREADMEFiguresAreInBENCHMARKS(t *testing.T) {
 			sort.Strings(m)
 			t.Errorf("README.md's section %s quotes %v, which BENCHMARKS.md does not record", title, m)
 		}
+	}
+}
+
+// benchLink is a link to a section of BENCHMARKS.md.
+var benchLink = regexp.MustCompile(`\(BENCHMARKS\.md#([a-z0-9-]+)\)`)
+
+// slugOf is the anchor GitHub gives a heading: lower case, spaces as
+// hyphens, punctuation other than hyphens left out.
+func slugOf(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// sectionsBySlug are BENCHMARKS.md's sections by their anchors: each from
+// its heading to the next heading of its level or above.
+func sectionsBySlug(doc string) map[string]string {
+	lines := strings.Split(doc, "\n")
+	out := map[string]string{}
+	for i, l := range lines {
+		level := len(l) - len(strings.TrimLeft(l, "#"))
+		if level == 0 || !strings.HasPrefix(l[level:], " ") {
+			continue
+		}
+		end := len(lines)
+		for j := i + 1; j < len(lines); j++ {
+			lv := len(lines[j]) - len(strings.TrimLeft(lines[j], "#"))
+			if lv > 0 && lv <= level && strings.HasPrefix(lines[j][lv:], " ") {
+				end = j
+				break
+			}
+		}
+		out[slugOf(strings.TrimSpace(l[level:]))] = strings.Join(lines[i:end], "\n")
+	}
+	return out
+}
+
+// Each row of README.md's table of runs names its run's section of
+// BENCHMARKS.md, and every figure of the row is in that section: a figure
+// another run recorded, or the same run's stale figure, does not pass. So
+// does every line of the Performance and Robustness sections that links a
+// section.
+func TestREADMERowsQuoteTheRunTheyName(t *testing.T) {
+	sections := sectionsBySlug(readDoc(t, "BENCHMARKS.md"))
+	readme := readDoc(t, "README.md")
+	headline := HeadlineBlock.Of(readme)
+	rows := 0
+	for _, title := range []string{"Performance", "Robustness"} {
+		sec := strings.Replace(sectionOf(readme, title), headline, "", 1)
+		for _, line := range strings.Split(sec, "\n") {
+			links := benchLink.FindAllStringSubmatch(line, -1)
+			isRow := strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| run ")
+			if isRow {
+				rows++
+				if len(links) == 0 {
+					t.Errorf("a row of README.md's %s names no section of BENCHMARKS.md: %.120s", title, line)
+					continue
+				}
+			}
+			for _, l := range links {
+				text, ok := sections[l[1]]
+				if !ok {
+					t.Errorf("README.md's %s links BENCHMARKS.md#%s, which is no section of it", title, l[1])
+					continue
+				}
+				if m := missing(line, text); len(m) > 0 {
+					sort.Strings(m)
+					t.Errorf("README.md's %s quotes %v from BENCHMARKS.md#%s, which that section does not record: %.120s", title, m, l[1], line)
+				}
+			}
+		}
+	}
+	if rows < 5 {
+		t.Fatalf("README.md's table of runs has %d rows: the table was not found", rows)
 	}
 }
