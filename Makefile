@@ -109,11 +109,13 @@ bench: control-plane-bins build
 # run): a task's first Job with the handler at zero and up, the step gap
 # through the Broker beside direct delivery, failed deliveries, the memory of
 # Knative's pods (BENCHMARKS.md). Starts the cluster with KNATIVE=1 if none
-# is up, and stops it afterwards.
+# is up, and stops it afterwards. COLD: the cold starts (and as many warm
+# ones) to time, each after the handler is back at zero.
+COLD ?= 5
 .PHONY: bench-knative
 bench-knative: cluster-bins node-deps image-deps
 	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1
-	@status=0; $(GO) run ./test/knative/cmd/bench -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+	@status=0; $(GO) run ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind

@@ -2,7 +2,11 @@
 // local cluster's real Knative, all in one run:
 //   - cold start: a TES task created while the handler is at zero pods, to
 //     its first Job (the TES API's create, the Broker, the Trigger, the
-//     activator starting a handler pod, the handler's step);
+//     activator starting a handler pod, the handler's step), with the
+//     sweep's PingSource held to a yearly schedule; a sample is kept only
+//     if no handler pod existed (in any phase) at the create, and split by
+//     the times the cluster recorded for the pod (created, scheduled,
+//     container started, Ready) and the Job;
 //   - warm: the same with a handler pod up;
 //   - step gap: an executor's Job seen complete to the next one's Job seen
 //     created, through the ApiServerSource's adapter, the Broker and a
@@ -41,7 +45,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
 )
@@ -84,23 +87,60 @@ func run(ctx context.Context, dir string, cold, tasks int) error {
 	notComplete := 0
 
 	var coldT, warmT []time.Duration
-	for i := range cold {
-		if err := env.WaitZero(ctx, "tesk-handler", 5*time.Minute); err != nil {
-			return err
+	var kept []coldSample
+	dropped := 0
+	was, unhold, err := holdSweep(ctx, env)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		for i := range cold {
+			if err := env.WaitZero(ctx, "tesk-handler", 5*time.Minute); err != nil {
+				return err
+			}
+			if err := waitNoHandler(ctx, env, 5*time.Minute); err != nil {
+				return err
+			}
+			var s coldSample
+			before := func(ctx context.Context) error {
+				what, err := handlerPresent(ctx, env)
+				s.warm = what
+				return err
+			}
+			r, err := firstJob(ctx, api, jobs, before)
+			if err != nil {
+				return err
+			}
+			notComplete += b2i(!r.complete)
+			s.create, s.seen = r.create, r.seen
+			if err := coldSplit(ctx, env, r.id, &s); err != nil {
+				return err
+			}
+			w, err := firstJob(ctx, api, jobs, nil)
+			if err != nil {
+				return err
+			}
+			notComplete += b2i(!w.complete)
+			warmT = append(warmT, w.seen.Sub(w.create))
+			d := s.seen.Sub(s.create).Round(time.Millisecond)
+			if s.warm != "" {
+				dropped++
+				logf("round %d/%d: cold %s DROPPED (%s), warm %s", i+1, cold, d, s.warm, w.seen.Sub(w.create).Round(time.Millisecond))
+				continue
+			}
+			kept = append(kept, s)
+			coldT = append(coldT, s.seen.Sub(s.create))
+			logf("round %d/%d: cold %s (pod created +%s, scheduled +%s, started +%s, ready +%s, Job +%s), warm %s", i+1, cold, d,
+				s.pod.Sub(s.create).Round(time.Millisecond), s.scheduled.Sub(s.create).Round(time.Millisecond), s.started.Sub(s.create).Round(time.Millisecond),
+				s.ready.Sub(s.create).Round(time.Millisecond), s.firstJob.Sub(s.create).Round(time.Millisecond), w.seen.Sub(w.create).Round(time.Millisecond))
 		}
-		d, ok, err := firstJob(ctx, api, jobs)
-		if err != nil {
-			return err
-		}
-		notComplete += b2i(!ok)
-		coldT = append(coldT, d)
-		d, ok, err = firstJob(ctx, api, jobs)
-		if err != nil {
-			return err
-		}
-		notComplete += b2i(!ok)
-		warmT = append(warmT, d)
-		logf("round %d/%d: cold %s, warm %s", i+1, cold, coldT[i].Round(time.Millisecond), d.Round(time.Millisecond))
+		return nil
+	}()
+	if rerr := unhold(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
 	}
 
 	brokerGaps, n, err := stepGaps(ctx, api, jobs, tasks)
@@ -135,18 +175,23 @@ func run(ctx context.Context, dir string, cold, tasks int) error {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("\nconfig/knative on Knative Eventing and Serving %s, local cluster, real node; run of %s–%s, load average %s\n\n",
 		cluster.KnativeVersion, start.UTC().Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04 UTC"), strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Printf("%-52s %9s %9s %9s %4s\n", "", "p50", "p99", "max", "n")
+	fmt.Printf("%-52s %9s %9s %9s %4s\n", "", "min", "median", "max", "n")
 	row := func(name string, s []time.Duration) {
-		slices.Sort(s)
-		fmt.Printf("%-52s %9s %9s %9s %4d\n", name, ms(benchkit.Percentile(s, 0.5)), ms(benchkit.Percentile(s, 0.99)), ms(benchkit.Percentile(s, 1)), len(s))
+		lo, med, hi := minMedMax(s)
+		fmt.Printf("%-52s %9s %9s %9s %4d\n", name, ms(lo), ms(med), ms(hi), len(s))
 	}
-	row("TES create to first Job, handler at zero (cold)", coldT)
+	row("TES create to first Job, handler at zero (cold, kept)", coldT)
 	row("TES create to first Job, handler up (warm)", warmT)
 	row("step gap through the Broker and a Trigger", brokerGaps)
 	row("step gap, ApiServerSource straight to the handler", directGaps)
 	if len(brokerGaps) > 0 && len(directGaps) > 0 {
-		fmt.Printf("%-52s %8.2fx\n", "step gap p50, Broker / direct", float64(benchkit.Percentile(brokerGaps, 0.5))/float64(benchkit.Percentile(directGaps, 0.5)))
+		_, b, _ := minMedMax(brokerGaps)
+		_, d, _ := minMedMax(directGaps)
+		fmt.Printf("%-52s %8.2fx\n", "step gap median, Broker / direct", float64(b)/float64(d))
 	}
+	fmt.Printf("\ncold rounds: %d; kept: %d; dropped: %d, a handler pod existed at the create\n", cold, len(kept), dropped)
+	fmt.Printf("the sweep's PingSource tesk-sweep: schedule %q during the cold rounds, %q restored after (its v1 spec has no suspend)\n", rareSchedule, was)
+	printSplit(kept)
 	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*(tasks+1), failed)
 	fmt.Printf("\nworking set (kubelet), MiB:\n")
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
@@ -211,28 +256,41 @@ func (j *jobTimes) get(name string) (added, complete time.Time) {
 	return j.added[name], j.complete[name]
 }
 
-// firstJob times a one-executor task's creation to its first Job, and
-// waits for it to end.
-func firstJob(ctx context.Context, api *knative.TES, jobs *jobTimes) (time.Duration, bool, error) {
+// started is a one-executor task's create, as the client made it, and its
+// first Job as the watch saw it appear.
+type started struct {
+	id           string
+	create, seen time.Time
+	complete     bool
+}
+
+// firstJob creates a one-executor task, waits for its first Job and for
+// the task to end. before, if not nil, runs right before the create.
+func firstJob(ctx context.Context, api *knative.TES, jobs *jobTimes, before func(context.Context) error) (started, error) {
 	if _, err := api.ServiceInfo(ctx); err != nil { // the TES API up: its own cold start is not the handler's
-		return 0, false, err
+		return started{}, err
+	}
+	if before != nil {
+		if err := before(ctx); err != nil {
+			return started{}, err
+		}
 	}
 	t0 := time.Now()
 	id, err := api.Create(ctx, knative.RepeatTask("bench-start", 1, "true"))
 	if err != nil {
-		return 0, false, err
+		return started{}, err
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		if added, _ := jobs.get(id + "-ex-00"); !added.IsZero() {
 			v, err := api.Wait(ctx, id, 3*time.Minute, nil)
 			if err != nil {
-				return 0, false, err
+				return started{}, err
 			}
-			return added.Sub(t0), v.State == "COMPLETE", nil
+			return started{id: id, create: t0, seen: added, complete: v.State == "COMPLETE"}, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, false, fmt.Errorf("task %s: no Job after 3m", id)
+			return started{}, fmt.Errorf("task %s: no Job after 3m", id)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
