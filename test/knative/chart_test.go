@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,19 +26,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
 // The chart (charts/tesk-knative) installed with the Helm SDK beside
 // config/knative, in namespaces of its own, with only the images, the
-// issuer and the events' audience set: it becomes Ready; its handler
-// refuses an event posted to it without a token (401) and takes one with a
-// token of its namespace for the audience, as the Triggers send (Eventing's
-// authentication-oidc is on); it runs a TES task to COMPLETE, its next Job
-// created seconds after the last ended (the Triggers' events, not the
-// minute's sweep); an upgrade
-// to a new handler image and a TTL while a task runs leaves that task to
-// complete on the new revision; an uninstall leaves none of the release's
-// objects behind.
+// issuer, the events' audience and state events set: it becomes Ready; its
+// handler refuses an event posted to it without a token (401) and takes
+// one with a token of its namespace for the audience, as the Triggers send
+// (Eventing's authentication-oidc is on); its EventPolicies, which
+// broker.eventPolicies' default renders where that feature is on, refuse
+// the senders and types they do not name (chartSenders); it runs a TES
+// task to COMPLETE, its first Job created at once (the TES API's
+// task.submitted) and its next seconds after the last ended (the Triggers'
+// events, not the minute's sweep); an upgrade to a new handler image and a
+// TTL while the task runs leaves it to complete, its end recorded by a pod
+// of the new revision; a notifier behind a Trigger of its own, down for a
+// minute, then receives each state the task passed through; an uninstall
+// leaves none of the release's objects behind.
 func TestChartOnKnative(t *testing.T) {
 	ctx := context.Background()
 	const platform, tasks, release = "tesk-chart", "tesk-chart-tasks", "tesk"
@@ -60,9 +68,9 @@ func TestChartOnKnative(t *testing.T) {
 			"handler": image(HandlerImage), "tes": image(TESImage), "filer": image(FilerImage),
 			"eventDisplay": image(EventDisplayImage),
 		},
-		"auth":    map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
-		"handler": map[string]any{"eventsAudience": "tesk-chart-handler"},
-		"broker":  map[string]any{"eventPolicies": true},
+		"auth":        map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
+		"handler":     map[string]any{"eventsAudience": "tesk-chart-handler"},
+		"stateEvents": map[string]any{"enabled": true},
 	}
 	helm := func(verb string, vals map[string]any) string {
 		t.Helper()
@@ -132,6 +140,16 @@ func TestChartOnKnative(t *testing.T) {
 
 	chartSenders(ctx, t, chart)
 
+	// A notifier behind a Trigger of its own, down for its first minute.
+	recorder, err := StartStateRecorder(env.Node.HostIP, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recorder.Close()
+	if err := chart.SubscribeStates(ctx, "test-task-states", recorder.URL); err != nil {
+		t.Fatal(err)
+	}
+
 	api, err := chart.TES(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -184,12 +202,53 @@ func TestChartOnKnative(t *testing.T) {
 	if out, err := env.Store.Get(ctx, Bucket, "chart/result.txt"); err != nil || out != "HELLO FROM TES ON KNATIVE\n" {
 		t.Errorf("output in S3: %q, %v", out, err)
 	}
-	svc, err := env.C.Dynamic.Resource(ServiceGVR).Namespace(platform).Get(ctx, "tesk-handler", metav1.GetOptions{})
+	rev, err := chart.LatestReadyRevision(ctx, "tesk-handler")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rev, _, _ := unstructured.NestedString(svc.Object, "status", "latestReadyRevisionName"); !strings.HasSuffix(rev, "-00002") {
-		t.Errorf("handler's latest ready revision %q, want the upgrade's (00002)", rev)
+	if img, _, _ := unstructured.NestedSlice(rev.Object, "spec", "containers"); len(img) == 0 || img[0].(map[string]any)["image"] != HandlerImageNext {
+		t.Errorf("handler's latest ready revision %s runs %v, want the upgrade's image %s", rev.GetName(), img, HandlerImageNext)
+	}
+	// The step that ended the task ran on the upgrade's revision: its
+	// Kubernetes Event names the pod that recorded it.
+	ended, err := waitEndedEvent(ctx, tasks, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ended.ReportingInstance, rev.GetName()+"-") {
+		t.Errorf("the task's end was recorded by %q, not by a pod of the upgrade's revision %s", ended.ReportingInstance, rev.GetName())
+	}
+	t.Logf("the task's end recorded by %s (revision %s)", ended.ReportingInstance, rev.GetName())
+
+	// Every state the task passed through reached the notifier through the
+	// Broker and its Trigger, the handler's events let in by its
+	// EventPolicy, after the notifier's minute down.
+	want := []string{"INITIALIZING", "RUNNING", "COMPLETE"}
+	statesBy := time.Now().Add(4 * time.Minute)
+	for {
+		refused, got := recorder.Seen()
+		var states []string
+		for _, d := range got {
+			if d.ID == id {
+				states = append(states, d.NewState)
+				if d.Namespace != tasks || d.Owner != "alice" {
+					t.Errorf("state change %+v: want namespace %s, owner alice", d, tasks)
+				}
+			}
+		}
+		if refused > 0 && containsAll(states, want) {
+			t.Logf("the notifier refused %d deliveries in its minute down, then took %v", refused, states)
+			break
+		}
+		if time.Now().After(statesBy) {
+			t.Fatalf("the notifier refused %d deliveries and took %v of the task's states, want %v after its minute down", refused, states, want)
+		}
+		if err := sleep(ctx, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.C.Dynamic.Resource(TriggerGVR).Namespace(platform).Delete(ctx, "test-task-states", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 
 	objs, err := manifestObjects(upgraded)
@@ -280,6 +339,38 @@ func firstJob(ctx context.Context, ns, task string) (*batchv1.Job, error) {
 		}
 	}
 	return first, nil
+}
+
+// containsAll reports whether every one of want is in have.
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitEndedEvent waits for the Kubernetes Event of a task's end on its
+// anchor.
+func waitEndedEvent(ctx context.Context, ns, task string, timeout time.Duration) (*eventsv1.Event, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		list, err := env.C.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for i, ev := range list.Items {
+				if ev.Regarding.Name == task && ev.Reason == steps.ReasonEnded {
+					return &list.Items[i], nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no Event %s on task %s after %s (%v)", steps.ReasonEnded, task, timeout, err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func waitJob(ctx context.Context, ns, name string, timeout time.Duration) error {

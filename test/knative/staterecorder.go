@@ -1,0 +1,130 @@
+//go:build knative
+
+package knative
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/elixir-cloud-aai/tesk-knative/events"
+)
+
+// StateRecorder is a subscriber of the tasks' state change events that is
+// down (503) for a while from the first delivery, then takes them: what a
+// notifier behind a Trigger sees across an outage of its own.
+type StateRecorder struct {
+	URL  string
+	down time.Duration
+	srv  *http.Server
+
+	mu       sync.Mutex
+	first    time.Time
+	refused  int
+	received []events.StateChangedData
+}
+
+// StartStateRecorder listens on host (an address the cluster's pods reach)
+// and answers 503 for down from the first delivery.
+func StartStateRecorder(host string, down time.Duration) (*StateRecorder, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, err
+	}
+	r := &StateRecorder{URL: "http://" + l.Addr().String() + "/", down: down}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(l)
+	return r, nil
+}
+
+// ServeHTTP takes one event in binary mode.
+func (r *StateRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.first.IsZero() {
+		r.first = now
+	}
+	if now.Sub(r.first) < r.down {
+		r.refused++
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	var d events.StateChangedData
+	if req.Header.Get("Ce-Type") != events.TypeTaskStateChanged || json.NewDecoder(req.Body).Decode(&d) != nil {
+		http.Error(w, "not a state change", http.StatusBadRequest)
+		return
+	}
+	r.received = append(r.received, d)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// Seen is what the recorder refused and what it took so far.
+func (r *StateRecorder) Seen() (refused int, received []events.StateChangedData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused, append([]events.StateChangedData(nil), r.received...)
+}
+
+// Close stops it.
+func (r *StateRecorder) Close() { r.srv.Close() }
+
+// RevisionGVR is Knative Serving's Revision.
+var RevisionGVR = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "revisions"}
+
+// SubscribeStates creates a Trigger of the platform's Broker that takes the
+// tasks' state change events to url, retrying for minutes (linear, from
+// 2 s), and waits until it is Ready.
+func (e *Env) SubscribeStates(ctx context.Context, name, url string) error {
+	tr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "eventing.knative.dev/v1", "kind": "Trigger",
+		"metadata": map[string]any{"name": name, "namespace": e.Namespaces.Platform},
+		"spec": map[string]any{
+			"broker":     "default",
+			"filter":     map[string]any{"attributes": map[string]any{"type": events.TypeTaskStateChanged}},
+			"subscriber": map[string]any{"uri": url},
+			"delivery":   map[string]any{"retry": int64(15), "backoffPolicy": "linear", "backoffDelay": "PT2S"},
+		},
+	}}
+	triggers := e.C.Dynamic.Resource(TriggerGVR).Namespace(e.Namespaces.Platform)
+	if _, err := triggers.Create(ctx, tr, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		o, err := triggers.Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			if ok, _ := ready(o); ok {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Trigger %s not Ready after 2m (%v)", name, err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// LatestReadyRevision is the Revision a Knative Service of the platform's
+// namespace made Ready last.
+func (e *Env) LatestReadyRevision(ctx context.Context, service string) (*unstructured.Unstructured, error) {
+	svc, err := e.C.Dynamic.Resource(ServiceGVR).Namespace(e.Namespaces.Platform).Get(ctx, service, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	name, _, _ := unstructured.NestedString(svc.Object, "status", "latestReadyRevisionName")
+	if name == "" {
+		return nil, fmt.Errorf("Service %s has no ready revision", service)
+	}
+	return e.C.Dynamic.Resource(RevisionGVR).Namespace(e.Namespaces.Platform).Get(ctx, name, metav1.GetOptions{})
+}
