@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,13 +136,6 @@ func TestTesctlAgainstTheLocalCluster(t *testing.T) {
 	if out := x.ok("logs", id); !strings.Contains(out, "==> executor 0 (exit code 0) <==\nHELLO FROM TES\n==> executor 1 (exit code 0) <==\nHELLO FROM TES\n") {
 		t.Errorf("logs: %q", out)
 	}
-	list := x.ok("list", "--name-prefix", "hello-tes", "--tag", "project=demo")
-	if lines := strings.Split(strings.TrimSpace(list), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], id) || !strings.Contains(lines[1], "COMPLETE") {
-		t.Errorf("list:\n%s", list)
-	}
-	if out := x.ok("list", "--state", "EXECUTOR_ERROR"); strings.Contains(out, id) {
-		t.Errorf("list --state EXECUTOR_ERROR shows the complete task:\n%s", out)
-	}
 
 	// A failing executor: wait exits 2 and says why.
 	failing := strings.TrimSpace(x.ok("submit", "--image", "fate.tesk.test/fail:3", "--name", "failing", "--", "false"))
@@ -189,6 +183,51 @@ func TestTesctlAgainstTheLocalCluster(t *testing.T) {
 	}
 	if code, _, errs := x.run("get", "task-00000000"); code != ExitFailed || !strings.Contains(errs, "404 Not Found") {
 		t.Errorf("get of an unknown task: exit %d %q", code, errs)
+	}
+
+	// The list's filters and pages over the namespace's four tasks, newest
+	// first: the short form's (COMPLETE, project=cli), forever (CANCELED),
+	// failing (EXECUTOR_ERROR) and the README's (COMPLETE, hello-tes,
+	// project=demo).
+	short := strings.TrimSpace(out)
+	for _, c := range []struct {
+		args []string
+		want []string
+		more bool // a next page's token on stderr
+	}{
+		{nil, []string{short, forever, failing, id}, false},
+		{[]string{"--name-prefix", "hello-tes", "--tag", "project=demo"}, []string{id}, false},
+		{[]string{"--tag", "project=cli"}, []string{short}, false},
+		{[]string{"--tag", "project"}, []string{short, id}, false},
+		{[]string{"--state", "EXECUTOR_ERROR"}, []string{failing}, false},
+		{[]string{"--state", "canceled"}, []string{forever}, false},
+		{[]string{"--state", "COMPLETE", "--name-prefix", "hello-tes"}, []string{id}, false},
+		{[]string{"--state", "RUNNING"}, nil, false},
+		{[]string{"--page-size", "2"}, []string{short, forever}, true},
+		{[]string{"--all", "--page-size", "1"}, []string{short, forever, failing, id}, false},
+	} {
+		args := append([]string{"list"}, c.args...)
+		code, out, errs := x.run(args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) == 0 || !strings.HasPrefix(lines[0], "ID") {
+			t.Errorf("tesctl %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+			continue
+		}
+		var got []string
+		for _, l := range lines[1:] {
+			got = append(got, strings.Fields(l)[0])
+		}
+		if !slices.Equal(got, c.want) || strings.Contains(errs, "--page-token") != c.more {
+			t.Errorf("tesctl %s: tasks %v (more: %q), want %v (more: %v)", strings.Join(args, " "), got, errs, c.want, c.more)
+		}
+	}
+	var page struct {
+		Tasks []struct {
+			ID, State string
+		}
+	}
+	if err := json.Unmarshal([]byte(x.ok("list", "--state", "COMPLETE", "-o", "json")), &page); err != nil || len(page.Tasks) != 2 || page.Tasks[0].ID != short || page.Tasks[1].ID != id {
+		t.Errorf("list --state COMPLETE -o json: %v %+v", err, page.Tasks)
 	}
 	t.Logf("OpenAPI: answers validated: %s", checker.Summary())
 	if n := len(checker.Counts()); n < 5 {
