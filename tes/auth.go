@@ -3,6 +3,8 @@ package tes
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +49,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				if ch, ok := s.Auth.(Challenger); ok {
 					challenges = ch.Challenges()
 				}
-				for _, v := range challenges {
+				for _, v := range challengesFor(c.Request(), challenges) {
 					c.Response().Header().Add("WWW-Authenticate", v)
 				}
 				return httperr.Write(c, http.StatusUnauthorized, err)
@@ -56,6 +58,35 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set("caller", caller)
 		return next(c)
 	}
+}
+
+// RequestedWith is the header that marks a request a page's script makes
+// (X-Requested-With: XMLHttpRequest), as the dashboard's are marked.
+const RequestedWith = "X-Requested-With"
+
+// fromScript reports whether a page's script made the request, as its
+// X-Requested-With header says.
+func fromScript(r *http.Request) bool {
+	return strings.EqualFold(strings.TrimSpace(r.Header.Get(RequestedWith)), "XMLHttpRequest")
+}
+
+// challengesFor is the challenges of a 401 to a request: without the Basic
+// challenge when a page's script made it. A browser answers the Basic
+// challenge with a prompt of its own, keeps what the user types for the
+// origin and attaches it to any request to it, a page of another site's
+// too; the dashboard asks for the user name and password itself and sends
+// them with its own requests only. Clients that are not a page's script
+// (curl, TES clients) still get the challenge. The API answers no CORS
+// preflight: the dashboard is served from the API's own origin, and a page
+// of another origin cannot send the header at all.
+func challengesFor(r *http.Request, challenges []string) []string {
+	if !fromScript(r) {
+		return challenges
+	}
+	return slices.DeleteFunc(slices.Clone(challenges), func(c string) bool {
+		scheme, _, _ := strings.Cut(c, " ")
+		return strings.EqualFold(scheme, "Basic")
+	})
 }
 
 func callerOf(c echo.Context) Caller {

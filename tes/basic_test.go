@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,11 +39,20 @@ func writeUsers(t *testing.T, path string, lines ...string) {
 // (none if empty); it returns the status, the body and the challenges.
 func (a *apiTest) withAuthorization(authz, method, path, body string) (int, map[string]any, []string) {
 	a.t.Helper()
-	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	h := http.Header{}
 	if authz != "" {
-		req.Header.Set("Authorization", authz)
+		h.Set("Authorization", authz)
 	}
+	return a.withHeaders(h, method, path, body)
+}
+
+// withHeaders makes a JSON request with the headers given; it returns the
+// status, the body and the challenges.
+func (a *apiTest) withHeaders(h http.Header, method, path, body string) (int, map[string]any, []string) {
+	a.t.Helper()
+	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	req.Header = h.Clone()
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
@@ -281,5 +291,63 @@ func TestBasicUserIsNotTheTokenSubject(t *testing.T) {
 				t.Errorf("shared %v: alice reads her task: %d %v", shared, code, body)
 			}
 		}
+	}
+}
+
+// TestNoBasicChallengeToAPagesScript: a 401 to a request a page's script
+// marks (X-Requested-With: XMLHttpRequest, as the dashboard sends) leaves
+// the Basic challenge out, so that no browser prompts for a user name and
+// password and keeps them for the origin; the bearer challenge stays, and
+// so does the message. Other requests get every challenge.
+func TestNoBasicChallengeToAPagesScript(t *testing.T) {
+	is := newIssuer(t)
+	o, err := NewOIDC(context.Background(), OIDCConfig{Issuer: is.url, Audience: "tesk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "users")
+	writeUsers(t, file, htpasswd(t, "alice", "wonderland"))
+	b, err := NewBasic(BasicConfig{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apis := map[string]*apiTest{
+		"basic":         newAPITestWith(t, b),
+		"schemes basic": newAPITestWith(t, Schemes{Basic: b}),
+		"both":          newAPITestWith(t, Schemes{Bearer: o, Basic: b}),
+		"oidc":          newAPITestWith(t, o),
+	}
+	for _, tc := range []struct {
+		api, marker, authz string
+		want               []string
+	}{
+		{"basic", "", "", []string{BasicChallenge}},
+		{"basic", "XMLHttpRequest", "", nil},
+		{"basic", "xmlhttprequest", basicAuth("alice", "guess"), nil},
+		{"basic", "fetch", "", []string{BasicChallenge}},
+		{"schemes basic", "", basicAuth("alice", "guess"), []string{BasicChallenge}},
+		{"schemes basic", "XMLHttpRequest", basicAuth("alice", "guess"), nil},
+		{"both", "", "", []string{BearerChallenge, BasicChallenge}},
+		{"both", "XMLHttpRequest", "", []string{BearerChallenge}},
+		{"both", "XMLHttpRequest", "Bearer abc", []string{BearerChallenge}},
+		{"oidc", "", "", []string{BearerChallenge}},
+		{"oidc", "XMLHttpRequest", "", []string{BearerChallenge}},
+	} {
+		h := http.Header{}
+		if tc.marker != "" {
+			h.Set(RequestedWith, tc.marker)
+		}
+		if tc.authz != "" {
+			h.Set("Authorization", tc.authz)
+		}
+		code, body, ch := apis[tc.api].withHeaders(h, http.MethodGet, "/tasks", "")
+		if code != http.StatusUnauthorized || body["error"] == nil || !slices.Equal(ch, tc.want) {
+			t.Errorf("%s, %s %q, Authorization %q: %d %v %q, want 401 with a message and the challenges %q", tc.api, RequestedWith, tc.marker, tc.authz, code, body, ch, tc.want)
+		}
+	}
+	// The right user name and password pass whether marked or not.
+	h := http.Header{RequestedWith: {"XMLHttpRequest"}, "Authorization": {basicAuth("alice", "wonderland")}}
+	if code, body, _ := apis["both"].withHeaders(h, http.MethodPost, "/tasks", helloTask); code != http.StatusOK {
+		t.Errorf("alice from a page's script: %d %v", code, body)
 	}
 }
