@@ -2,7 +2,8 @@
 // with the task's timeline and Events, and the API's OpenAPI document made
 // browsable. Its static files (plain HTML, CSS and JavaScript, no build
 // step, nothing fetched from elsewhere) are embedded in the binary; in the
-// browser it speaks the TES API with the same bearer tokens as any client.
+// browser it speaks the TES API with the same credentials as any client (a
+// bearer token, or a user name and password the page asks for itself).
 package dashboard
 
 import (
@@ -27,8 +28,8 @@ type Config struct {
 	// API is the TES API's base path (e.g. /ga4gh/tes/v1).
 	API string `json:"api"`
 	// Auth is "none" without access control, else the modes accepted:
-	// "oidc", "basic" (the browser asks for a user name and password), or
-	// both, "basic,oidc".
+	// "oidc", "basic" (the page asks for a user name and password, keeps
+	// them in the tab and sends them itself), or both, "basic,oidc".
 	Auth string `json:"auth"`
 	// Issuer and ClientID, with OIDC: the page logs in through the
 	// issuer's authorization code flow with PKCE as this public client, and

@@ -30,6 +30,8 @@ func TestServesTheFilesAndTheConfiguration(t *testing.T) {
 		"/dashboard/app.js":      "text/javascript",
 		"/dashboard/timeline.js": "text/javascript",
 		"/dashboard/apidoc.js":   "text/javascript",
+		"/dashboard/auth.js":     "text/javascript",
+		"/dashboard/format.js":   "text/javascript",
 		"/dashboard/app.css":     "text/css",
 	} {
 		resp, body := get(t, e, path)
@@ -78,12 +80,12 @@ func TestWithoutAccessControl(t *testing.T) {
 // site's.
 func TestThePageLoadsOnlyItsOwnFiles(t *testing.T) {
 	_, page := get(t, Handler(Config{}), "/dashboard/")
-	for _, ref := range []string{`src="timeline.js"`, `src="apidoc.js"`, `src="app.js"`, `href="app.css"`} {
+	for _, ref := range []string{`src="timeline.js"`, `src="apidoc.js"`, `src="format.js"`, `src="auth.js"`, `src="app.js"`, `href="app.css"`} {
 		if !strings.Contains(page, ref) {
 			t.Errorf("index.html does not load %s", ref)
 		}
 	}
-	for _, f := range []string{"index.html", "app.js", "timeline.js", "apidoc.js", "app.css"} {
+	for _, f := range []string{"index.html", "app.js", "auth.js", "format.js", "timeline.js", "apidoc.js", "app.css"} {
 		_, body := get(t, Handler(Config{}), Path+f)
 		// The SVG namespace is a name, not an address that is loaded.
 		body = strings.ReplaceAll(body, "http://www.w3.org/2000/svg", "")

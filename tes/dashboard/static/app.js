@@ -1,12 +1,9 @@
 // The dashboard: the task list, a task's page and the API's document, from
-// the TES API with the user's bearer token (pasted, or from a login through
-// the OIDC issuer with the authorization code flow and PKCE), with the user
-// name and password the browser asks for (HTTP Basic), or none when the
-// service runs without access control. Every failure shows a message.
+// the TES API with the user's credentials (auth.js: a bearer token, or a
+// user name and password the page asks for), or none when the service runs
+// without access control. Every failure shows a message.
 'use strict';
 (function () {
-  const TOKEN_KEY = 'tesk.dashboard.token';
-  const LOGIN_KEY = 'tesk.dashboard.login';
   const FINAL = ['COMPLETE', 'EXECUTOR_ERROR', 'SYSTEM_ERROR', 'CANCELED', 'PREEMPTED'];
   const STATES = ['QUEUED', 'INITIALIZING', 'RUNNING', 'PAUSED', 'COMPLETE', 'EXECUTOR_ERROR', 'SYSTEM_ERROR', 'CANCELING', 'CANCELED', 'PREEMPTED', 'UNKNOWN'];
   const S = { cfg: null, timer: null, gen: 0, pages: [''], pageIndex: 0, refresh: 10 };
@@ -41,153 +38,18 @@
   }
   function stateBadge(state) { return h('span', { class: 'state s-' + (state || 'UNKNOWN'), 'data-state': state || '' }, state || 'UNKNOWN'); }
 
-  // ---- formats
+  // ---- formats (format.js)
 
-  function fmtTime(iso) {
-    if (!iso) return '';
-    const d = new Date(iso);
-    if (isNaN(d)) return iso;
-    const p = n => String(n).padStart(2, '0');
-    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
-  }
-  function ago(iso) {
-    const t = Date.parse(iso);
-    if (isNaN(t)) return '';
-    const s = Math.round((Date.now() - t) / 1000);
-    if (s < 5) return 'just now';
-    if (s < 60) return s + ' s ago';
-    if (s < 3600) return Math.round(s / 60) + ' min ago';
-    if (s < 86400) return Math.round(s / 3600) + ' h ago';
-    return Math.round(s / 86400) + ' d ago';
-  }
+  const { time: fmtTime, ago, bytes: fmtBytes, between } = Format;
   function timeCell(iso) { return iso ? h('span', { title: iso }, fmtTime(iso), h('span', { class: 'muted' }, ' · ' + ago(iso))) : h('span', { class: 'muted' }, '—'); }
-  function fmtBytes(n) {
-    n = Number(n);
-    if (!isFinite(n)) return '—';
-    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    let i = 0;
-    while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-    return (i ? n.toFixed(1) : String(n)) + ' ' + u[i];
-  }
-  function between(a, b) {
-    const s = (Date.parse(b) - Date.parse(a)) / 1000;
-    return isFinite(s) ? Timeline.duration(s) : '';
-  }
 
-  // ---- tokens
-
-  // has reports whether the API accepts a mode ("oidc", "basic").
-  function has(mode) { return (S.cfg.auth || '').split(',').includes(mode); }
-  function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
-  function setToken(t) {
-    if (t) sessionStorage.setItem(TOKEN_KEY, t.trim()); else sessionStorage.removeItem(TOKEN_KEY);
-    renderAuth();
-  }
-  function claims(t) {
-    try {
-      const p = t.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
-      return JSON.parse(decodeURIComponent(escape(atob(p + '==='.slice((p.length + 3) % 4)))));
-    } catch (e) { return null; }
-  }
-
-  function renderAuth() {
-    const box = $('auth');
-    if (!S.cfg) return;
-    if (!has('oidc')) {
-      box.replaceChildren(has('basic')
-        ? h('span', { class: 'muted', id: 'auth-basic' }, 'user name and password: the browser asks for them')
-        : h('span', { class: 'muted', id: 'auth-none' }, 'no access control'));
-      return;
-    }
-    const t = token();
-    const kids = [];
-    if (t) {
-      const c = claims(t) || {};
-      const left = c.exp ? c.exp * 1000 - Date.now() : NaN;
-      const who = c.preferred_username || c.email || c.sub || 'a token';
-      kids.push(h('span', { id: 'auth-user' }, 'signed in as ', h('b', {}, who)));
-      if (isFinite(left)) kids.push(left > 0 ? h('span', { class: 'muted' }, '· expires in ' + Timeline.duration(left / 1000)) : h('span', { class: 'expired' }, '· the token expired'));
-      kids.push(h('button', { id: 'logout', onclick: () => { setToken(''); route(); } }, 'Log out'));
-    }
-    if (!t || !(claims(t) || {}).exp || (claims(t).exp * 1000 < Date.now())) {
-      kids.push(h('button', { id: 'login', onclick: login }, 'Log in'));
-    }
-    kids.push(h('button', { id: 'paste-token', onclick: pasteToken }, 'Paste a token'));
-    box.replaceChildren(...kids);
-  }
+  // ---- dialogs
 
   function modal(...kids) {
     const m = $('modal');
     m.replaceChildren(h('div', { class: 'dialog', role: 'dialog', 'aria-modal': 'true' }, ...kids));
     m.hidden = false;
     return () => { m.hidden = true; m.replaceChildren(); };
-  }
-
-  function pasteToken() {
-    const ta = h('textarea', { id: 'token-input', placeholder: 'eyJhbGciOi…', spellcheck: 'false' });
-    const close = modal(
-      h('h3', {}, 'Paste a bearer token'),
-      h('p', { class: 'muted' }, 'An ID token of ' + (S.cfg.issuer || 'the issuer') + ' for the audience ' + (S.cfg.client_id || '') + '. It is kept in this tab only.'),
-      ta,
-      h('div', { class: 'actions' },
-        h('button', { onclick: () => close() }, 'Cancel'),
-        h('button', { class: 'primary', id: 'token-use', onclick: () => { setToken(ta.value.replace(/^Bearer\s+/i, '')); close(); route(); } }, 'Use the token')));
-    ta.focus();
-  }
-
-  // ---- OIDC: authorization code with PKCE
-
-  function b64url(bytes) {
-    let s = '';
-    bytes.forEach(b => { s += String.fromCharCode(b); });
-    return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-  }
-  function random(n) { return b64url(crypto.getRandomValues(new Uint8Array(n))); }
-  function redirectURI() { return location.origin + location.pathname.replace(/[^/]*$/, ''); }
-
-  async function discovery() {
-    const url = S.cfg.issuer.replace(/\/+$/, '') + '/.well-known/openid-configuration';
-    let r;
-    try { r = await fetch(url); } catch (e) { throw new Error('cannot reach ' + url + ' (' + e.message + ')'); }
-    if (!r.ok) throw new Error(url + ' answered ' + r.status);
-    return r.json();
-  }
-
-  async function login() {
-    try {
-      if (!window.crypto || !crypto.subtle) throw new Error('this page is not in a secure context (HTTPS or localhost): the browser offers no SHA-256 for PKCE');
-      const d = await discovery();
-      const verifier = random(32), state = random(16), nonce = random(16);
-      const challenge = b64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
-      sessionStorage.setItem(LOGIN_KEY, JSON.stringify({ verifier, state, nonce, back: location.hash || '#/', token_endpoint: d.token_endpoint }));
-      const u = new URL(d.authorization_endpoint);
-      const q = { response_type: 'code', client_id: S.cfg.client_id, redirect_uri: redirectURI(), scope: S.cfg.scopes || 'openid', state, nonce, code_challenge: challenge, code_challenge_method: 'S256' };
-      for (const k in q) u.searchParams.set(k, q[k]);
-      location.assign(u.toString());
-    } catch (e) {
-      banner(problem('Cannot log in', 'Logging in through ' + S.cfg.issuer + ' failed: ' + e.message));
-    }
-  }
-
-  // finishLogin takes the authorization code the issuer sent back and
-  // trades it for the tokens.
-  async function finishLogin() {
-    const q = new URLSearchParams(location.search);
-    if (!q.has('code') && !q.has('error')) return;
-    const saved = JSON.parse(sessionStorage.getItem(LOGIN_KEY) || 'null');
-    sessionStorage.removeItem(LOGIN_KEY);
-    history.replaceState(null, '', location.pathname + ((saved && saved.back) || '#/'));
-    if (q.has('error')) throw new Error('the issuer refused the login: ' + q.get('error') + (q.get('error_description') ? ' (' + q.get('error_description') + ')' : ''));
-    if (!saved || saved.state !== q.get('state')) throw new Error('the answer does not belong to a login this tab started; log in again');
-    const body = new URLSearchParams({ grant_type: 'authorization_code', code: q.get('code'), redirect_uri: redirectURI(), client_id: S.cfg.client_id, code_verifier: saved.verifier });
-    let r;
-    try { r = await fetch(saved.token_endpoint, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body }); } catch (e) { throw new Error('cannot reach the issuer\'s token endpoint (' + e.message + ')'); }
-    const data = await r.json().catch(() => ({}));
-    if (!r.ok) throw new Error('the issuer gave no token: ' + (data.error_description || data.error || r.status));
-    if (!data.id_token) throw new Error('the issuer\'s answer has no ID token (is "openid" among the scopes?)');
-    const c = claims(data.id_token);
-    if (!c || c.nonce !== saved.nonce) throw new Error('the ID token is not the one this login asked for (its nonce differs)');
-    setToken(data.id_token);
   }
 
   // ---- the API
@@ -197,13 +59,15 @@
   }
 
   async function api(method, path, body) {
-    const headers = { Accept: 'application/json' };
-    const t = token();
-    if (t) headers.Authorization = 'Bearer ' + t;
+    // X-Requested-With marks the page's requests (of the API's own origin):
+    // the API's 401 to them has no Basic challenge, so the browser neither
+    // asks for a password nor keeps one; credentials: 'omit' sends none the
+    // browser holds.
+    const headers = Object.assign({ Accept: 'application/json', 'X-Requested-With': 'XMLHttpRequest' }, Auth.headers());
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let r;
     try {
-      r = await fetch(S.cfg.api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+      r = await fetch(S.cfg.api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store', credentials: 'omit' });
     } catch (e) {
       throw new APIError(0, 'Cannot reach the TES API (' + e.message + ').');
     }
@@ -225,17 +89,7 @@
   // explain turns a failed request into a message that says what to do.
   function explain(err, what) {
     const st = err.status;
-    if (st === 401) {
-      const acts = [];
-      if (has('oidc') && S.cfg.issuer) acts.push(['Log in', login, 'error-login']);
-      if (has('oidc')) acts.push(['Paste a token', pasteToken, 'error-paste']);
-      if (has('basic')) acts.push(['Try again', () => route(), 'error-retry']);
-      const t = token();
-      const expired = t && (claims(t) || {}).exp * 1000 < Date.now();
-      const title = !t ? 'You are not logged in' : expired ? 'Your token expired' : 'Your token is not accepted';
-      const needs = has('oidc') && has('basic') ? 'a valid bearer token, or a user name and password' : has('basic') ? 'a valid user name and password' : 'a valid bearer token';
-      return problem(title, 'The TES API needs ' + needs + ': ' + err.message, acts, 401);
-    }
+    if (st === 401) return Auth.unauthorized(err);
     if (st === 403) return problem('Not yours', 'The TES API refused: ' + err.message + '. A user sees only their own tasks.', null, 403);
     if (st === 404 && what && what.task) {
       return h('div', { class: 'error', 'data-status': 404, id: 'gone' },
@@ -564,13 +418,14 @@
       setMain('error', problem('The dashboard cannot start', 'Its configuration did not load: ' + e.message));
       return;
     }
+    Auth.init({ cfg: S.cfg, h, $, modal, problem, banner, route });
     try {
-      await finishLogin();
+      await Auth.finishLogin();
     } catch (e) {
-      banner(problem('The login did not complete', e.message, [['Log in again', login, 'login-again']]));
+      banner(problem('The login did not complete', e.message, [['Log in again', Auth.login, 'login-again']]));
     }
-    renderAuth();
-    setInterval(renderAuth, 30000);
+    Auth.render();
+    setInterval(Auth.render, 30000);
     api('GET', '/service-info').then(info => { $('service').textContent = info.name; $('service').title = 'version ' + info.version + (info.environment ? ', ' + info.environment : ''); }, () => {});
     window.addEventListener('hashchange', route);
     route();
