@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/coreos/go-oidc/v3/oidc/oidctest"
+	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -656,6 +657,210 @@ func TestDashboardOIDC(t *testing.T) {
 	}
 	if strings.Contains(p.str(`location.href`), "code=") {
 		t.Errorf("the code stays in the address: %s", p.str(`location.href`))
+	}
+}
+
+// apiAnswers records the TES API's answers to the requests under
+// tes.BasePath.
+type apiAnswers struct {
+	mu   sync.Mutex
+	list []apiAnswer
+}
+
+// apiAnswer is a request to the TES API and its answer.
+type apiAnswer struct {
+	path       string
+	marker     string // its X-Requested-With
+	authz      string // its Authorization
+	status     int
+	challenges []string // the answer's WWW-Authenticate
+}
+
+// statusWriter keeps the status a handler writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader keeps the status and writes it.
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// wrap records the answers of next to requests under tes.BasePath.
+func (a *apiAnswers) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if !strings.HasPrefix(r.URL.Path, tes.BasePath) {
+			return
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.list = append(a.list, apiAnswer{path: r.URL.Path, marker: r.Header.Get(tes.RequestedWith), authz: r.Header.Get("Authorization"),
+			status: sw.status, challenges: sw.Header().Values("WWW-Authenticate")})
+	})
+}
+
+// answers is what was recorded, and forgets it.
+func (a *apiAnswers) answers() []apiAnswer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.list
+	a.list = nil
+	return l
+}
+
+// usersFile writes a users file of bcrypt hashes, user and password
+// alternating.
+func usersFile(t *testing.T, pairs ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h, err := bcrypt.GenerateFromPassword([]byte(pairs[i+1]), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%s\n", pairs[i], h)
+	}
+	file := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// With HTTP Basic the page asks for the user name and password itself: the
+// first list is refused with a message offering Sign in, and the API's 401
+// to the page's requests, which the page marks, never carries the Basic
+// challenge (no browser prompt, nothing the browser keeps), while a client
+// that does not mark its requests gets it; the right password (not ASCII:
+// sent as UTF-8) lists that user's task only and the header says who is
+// signed in, a wrong one gets the 401 message; signing out forgets them.
+func TestDashboardBasic(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	const password = "wönderland ✓"
+	auth, err := tes.NewBasic(tes.BasicConfig{File: usersFile(t, "alice", password, "bob", "builder")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &apiAnswers{}
+	api := newTESAPIDashboard(t, e, e.url, tesAPIOptions{Auth: tes.Schemes{Basic: auth}, LogTailBytes: 4096, Wrap: rec.wrap,
+		Dashboard: dashboard.Config{API: tes.BasePath, Auth: "basic"}})
+	alice := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+password))
+	api.authz = alice
+	mine := api.create(map[string]any{"name": "alices", "executors": []any{map[string]any{"image": "alpine", "command": []any{"true"}}}})
+	api.authz = "Basic " + base64.StdEncoding.EncodeToString([]byte("bob:builder"))
+	bobs := api.create(map[string]any{"name": "bobs", "executors": []any{map[string]any{"image": "alpine", "command": []any{"true"}}}})
+
+	// A client that does not mark its requests gets the Basic challenge.
+	resp, err := http.Get(api.url + "/tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Values("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || !slices.Equal(got, []string{tes.BasicChallenge}) {
+		t.Errorf("an unmarked request: %d %q, want 401 with the Basic challenge", resp.StatusCode, got)
+	}
+	rec.answers()
+	// checkMarked holds the page's requests since the last call to being
+	// marked, and their 401s to carrying no Basic challenge; it returns
+	// the marked requests.
+	checkMarked := func(what string) []apiAnswer {
+		t.Helper()
+		l := rec.answers()
+		for _, a := range l {
+			if a.marker != "XMLHttpRequest" {
+				t.Errorf("%s: the page's request %s has %s %q, want XMLHttpRequest", what, a.path, tes.RequestedWith, a.marker)
+			}
+			if a.status == http.StatusUnauthorized && len(a.challenges) != 0 {
+				t.Errorf("%s: the 401 to the page's %s carries %q, want no challenge", what, a.path, a.challenges)
+			}
+		}
+		return l
+	}
+	unauthorized := func(l []apiAnswer) int {
+		n := 0
+		for _, a := range l {
+			if a.status == http.StatusUnauthorized && a.path == tes.BasePath+"/tasks" {
+				n++
+			}
+		}
+		return n
+	}
+
+	b := browser(t)
+	p := newPage(t, b, api)
+	p.open("#/")
+	p.waitFor("the 401 message", `document.querySelector('#list-error .error[data-status="401"]')`, 30*time.Second)
+	if got := p.str(`document.querySelector('#list-error').innerText`); !strings.Contains(got, "not signed in") || !strings.Contains(got, "user name and password") {
+		t.Errorf("without credentials: %q", got)
+	}
+	if got := p.str(`[...document.querySelectorAll('#list-error button')].map(b => b.id + '=' + b.innerText).join(',')`); got != "error-sign-in=Sign in" {
+		t.Errorf("the 401 message's actions: %q, want Sign in only", got)
+	}
+	if got := p.str(`document.querySelector('#auth').innerText`); !strings.Contains(got, "Sign in") || strings.Contains(got, "signed in as") {
+		t.Errorf("the header without credentials: %q", got)
+	}
+	if l := checkMarked("without credentials"); unauthorized(l) == 0 {
+		t.Errorf("the page's list got no 401: %+v", l)
+	}
+
+	signIn := func(button, user, password string) {
+		t.Helper()
+		p.click(button)
+		p.run("the user name and password", chromedp.SetValue(chromedp.CSS("#basic-user"), user), chromedp.SetValue(chromedp.CSS("#basic-password"), password))
+		p.click("#basic-use")
+	}
+	// A wrong password: the 401 message, and the header says so.
+	signIn("#error-sign-in", "alice", "looking-glass")
+	p.waitFor("the wrong password's message", `/not accepted/.test((document.querySelector('#list-error .error[data-status="401"]') || {}).innerText)`, 30*time.Second)
+	if got := p.str(`document.querySelector('#auth').innerText`); !strings.Contains(got, "not accepted") || strings.Contains(got, "signed in as") {
+		t.Errorf("the header after a wrong password: %q", got)
+	}
+	if l := checkMarked("a wrong password"); unauthorized(l) == 0 || l[len(l)-1].authz != "Basic "+base64.StdEncoding.EncodeToString([]byte("alice:looking-glass")) {
+		t.Errorf("the page's requests with a wrong password: %+v", l)
+	}
+
+	// The right one: alice's task, not bob's.
+	signIn("#sign-in", "alice", password)
+	p.waitFor("alice's task", rowState(mine)+` !== undefined`, 30*time.Second)
+	if got := p.str(`[...document.querySelectorAll('#rows tr[data-id]')].map(r => r.dataset.id).join(',')`); got != mine {
+		t.Errorf("alice sees %q, want her task %s only (not bob's %s)", got, mine, bobs)
+	}
+	if got := p.str(`document.querySelector('#auth-user').innerText`); got != "signed in as alice" {
+		t.Errorf("the header says %q", got)
+	}
+	if got := p.str(`JSON.parse(sessionStorage.getItem('tesk.dashboard.basic')).user`); got != "alice" {
+		t.Errorf("the tab keeps the user %q", got)
+	}
+	l := checkMarked("alice")
+	if len(l) == 0 || unauthorized(l) != 0 {
+		t.Errorf("the page's requests as alice: %+v", l)
+	}
+	for _, a := range l {
+		if a.authz != alice {
+			t.Errorf("the page's %s sent Authorization %q, want %q", a.path, a.authz, alice)
+		}
+	}
+
+	// Sign out: the tab forgets them, and the next list is refused.
+	p.click("#sign-out")
+	p.waitFor("signed out", `document.querySelector('#list-error .error[data-status="401"]') && document.querySelector('#sign-in')`, 30*time.Second)
+	if got := p.str(`sessionStorage.length + ' ' + sessionStorage.getItem('tesk.dashboard.basic')`); got != "0 null" {
+		t.Errorf("after signing out the tab keeps %q", got)
+	}
+	if got := p.str(`document.querySelectorAll('#auth-user, #sign-out').length`); got != "0" {
+		t.Errorf("after signing out the header shows %s signed-in elements", got)
+	}
+	if l := checkMarked("signed out"); unauthorized(l) == 0 || l[len(l)-1].authz != "" {
+		t.Errorf("the page's requests after signing out: %+v", l)
 	}
 }
 

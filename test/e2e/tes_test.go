@@ -47,6 +47,9 @@ type tesAPI struct {
 	e     *env
 	url   string // ends in /ga4gh/tes/v1
 	token string // the bearer token of the requests, if any
+	// authz is the Authorization header of the requests without a token,
+	// if any (e.g. Basic credentials).
+	authz string
 	srv   *httptest.Server
 }
 
@@ -70,6 +73,9 @@ type tesAPIOptions struct {
 	Steps func(*steps.Config)
 	// Storage is service-info's storage (TES_STORAGE; nil: the default).
 	Storage []string
+	// Wrap, if set, wraps the server's handler (e.g. to record what the
+	// API answers).
+	Wrap func(http.Handler) http.Handler
 }
 
 // newTESAPIDashboard serves the TES API and its dashboard; every answer of
@@ -118,7 +124,11 @@ func newTESAPIDashboard(t *testing.T, e *env, sink string, o tesAPIOptions) *tes
 	}
 	routes := s.Echo()
 	dashboard.Mount(routes, o.Dashboard)
-	hs := httptest.NewServer(openAPIChecker(t).Handler(routes, func(err error) { t.Errorf("OpenAPI: %v", err) }))
+	h := openAPIChecker(t).Handler(routes, func(err error) { t.Errorf("OpenAPI: %v", err) })
+	if o.Wrap != nil {
+		h = o.Wrap(h)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return &tesAPI{t: t, e: e, url: hs.URL + tes.BasePath, srv: hs}
 }
@@ -153,6 +163,8 @@ func (a *tesAPI) do(method, path string, body any) (int, []byte) {
 	req.Header.Set("Content-Type", "application/json")
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
+	} else if a.authz != "" {
+		req.Header.Set("Authorization", a.authz)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
