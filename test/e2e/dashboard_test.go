@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +41,9 @@ import (
 
 // The dashboard's tests drive headless Chromium (Debian's package, make
 // browser-deps) with chromedp against the TES API of a test's namespace on
-// the local cluster. DASHBOARD_SCREENSHOTS=<dir> writes the README's
-// screenshots there (dashboard-list.png, dashboard-task.png).
+// the local cluster. DASHBOARD_SCREENSHOTS=<dir> writes their screenshots
+// there (TestRealNodeDashboard's are the README's: dashboard-list.png,
+// dashboard-task.png).
 
 // browser starts a headless Chromium of its own for the test.
 func browser(t *testing.T) context.Context {
@@ -321,7 +323,8 @@ spec:
 
 // The task page: each executor's exit code and output, the inputs and
 // outputs, the timeline with one bar per job in the order they ran, the
-// task's Events. It also takes the README's screenshots.
+// task's Events, and a screenshot of each page on kwok's played pods (the
+// README's come from TestRealNodeDashboard, on the real node).
 func TestDashboardTaskPage(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.slowPods("1500ms")
@@ -392,7 +395,12 @@ func TestDashboardTaskPage(t *testing.T) {
 		if b.Status != tes.StepSucceeded || b.Runs != 1 {
 			t.Errorf("bar %+v, want a succeeded step with its run drawn", b)
 		}
-		if i > 1 && b.Start < bars[i-1].Start {
+		// data-start is the step's start in milliseconds since the epoch.
+		start, err := strconv.ParseInt(b.Start, 10, 64)
+		if err != nil || start <= 0 {
+			t.Errorf("bar %s has no start time (data-start %q)", b.Part, b.Start)
+		}
+		if prev, err := strconv.ParseInt(bars[i-1].Start, 10, 64); i > 1 && (err != nil || start < prev) {
 			t.Errorf("bar %s starts before the one above it: %+v", b.Part, bars)
 		}
 	}
@@ -408,12 +416,12 @@ func TestDashboardTaskPage(t *testing.T) {
 			t.Errorf("the Events %v have no %s", reasons, want)
 		}
 	}
-	p.screenshot("dashboard-task.png", 1280, 1180)
+	p.screenshot("played-dashboard-task.png", 1280, 1180)
 
 	p.open("#/")
 	p.waitFor("the list with the four tasks", fmt.Sprintf(`%s === "COMPLETE" && %s === "EXECUTOR_ERROR" && %s === "RUNNING" && %s === "CANCELED"`,
 		rowState(id), rowState(failing), rowState(running), rowState(cancelled)), 30*time.Second)
-	p.screenshot("dashboard-list.png", 1280, 420)
+	p.screenshot("played-dashboard-list.png", 1280, 420)
 	// The API's page, linked from every page.
 	p.click("#nav-api")
 	p.waitFor("the API's page", `document.querySelector('main[data-ready="api"] [data-op="GetTaskEvents"]')`, 30*time.Second)
