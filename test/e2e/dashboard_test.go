@@ -335,22 +335,9 @@ func TestDashboardTaskPage(t *testing.T) {
 	}
 	t.Cleanup(stop)
 	b := browser(t)
-	id := api.create(demoTask("greeting"))
-	// Others for the list's picture: one failing, one running, one queued.
-	failing := api.create(map[string]any{"name": "align-sample-7", "tags": map[string]any{"project": "demo"},
-		"executors": []any{map[string]any{"image": "fate.tesk.test/fail:2", "command": []any{"bwa", "mem"}}}})
-	running := api.create(map[string]any{"name": "call-variants", "tags": map[string]any{"project": "demo"},
-		"executors": []any{map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "3600"}}}})
-	cancelled := api.create(map[string]any{"name": "call-variants-old", "tags": map[string]any{"project": "demo"},
-		"executors": []any{map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "3600"}}}})
-	api.waitState(cancelled, tesv1.StateRunning, 90*time.Second)
-	if code, body := api.do(http.MethodPost, "/tasks/"+cancelled+":cancel", nil); code != http.StatusOK {
-		t.Fatalf("cancel: %d %s", code, body)
-	}
-	api.waitState(id, tesv1.StateComplete, 90*time.Second)
-	api.waitState(failing, tesv1.StateExecutorError, 90*time.Second)
-	api.waitState(running, tesv1.StateRunning, 90*time.Second)
-	api.waitState(cancelled, tesv1.StateCanceled, 90*time.Second)
+	id, failing, running, cancelled := listPicture(t, api,
+		map[string]any{"image": "fate.tesk.test/fail:2", "command": []any{"bwa", "mem"}},
+		map[string]any{"image": "fate.tesk.test/forever", "command": []any{"sleep", "3600"}}, 90*time.Second)
 
 	p := newPage(t, b, api)
 	p.open("#/tasks/" + id)
