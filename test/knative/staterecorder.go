@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,7 +30,13 @@ type StateRecorder struct {
 	mu       sync.Mutex
 	first    time.Time
 	refused  int
-	received []events.StateChangedData
+	received []ReceivedState
+}
+
+// ReceivedState is a state change the recorder took, and when.
+type ReceivedState struct {
+	events.StateChangedData
+	At time.Time
 }
 
 // StartStateRecorder listens on host (an address the cluster's pods reach)
@@ -63,15 +70,25 @@ func (r *StateRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "not a state change", http.StatusBadRequest)
 		return
 	}
-	r.received = append(r.received, d)
+	r.received = append(r.received, ReceivedState{d, now})
 	w.WriteHeader(http.StatusAccepted)
 }
 
 // Seen is what the recorder refused and what it took so far.
-func (r *StateRecorder) Seen() (refused int, received []events.StateChangedData) {
+func (r *StateRecorder) Seen() (refused int, received []ReceivedState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.refused, append([]events.StateChangedData(nil), r.received...)
+	return r.refused, append([]ReceivedState(nil), r.received...)
+}
+
+// Up is when the recorder began to take events (zero before any came).
+func (r *StateRecorder) Up() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first.IsZero() {
+		return time.Time{}
+	}
+	return r.first.Add(r.down)
 }
 
 // Close stops it.
@@ -127,4 +144,44 @@ func (e *Env) LatestReadyRevision(ctx context.Context, service string) (*unstruc
 		return nil, fmt.Errorf("Service %s has no ready revision", service)
 	}
 	return e.C.Dynamic.Resource(RevisionGVR).Namespace(e.Namespaces.Platform).Get(ctx, name, metav1.GetOptions{})
+}
+
+// StateChain checks a task's state changes as a subscriber received them
+// (in any order, redeliveries included) against the states GET showed: the
+// changes link from QUEUED to GET's final state, each old state the new one
+// before it, and every state GET showed is among them. It returns the
+// chain and when the final change was received.
+func StateChain(received []ReceivedState, id string, shown []string) ([]string, time.Time, error) {
+	next := map[string]ReceivedState{}
+	for _, r := range received {
+		if r.ID != id {
+			continue
+		}
+		if prev, ok := next[r.OldState]; ok && prev.NewState != r.NewState {
+			return nil, time.Time{}, fmt.Errorf("task %s: %s changed to both %s and %s", id, r.OldState, prev.NewState, r.NewState)
+		}
+		if prev, ok := next[r.OldState]; !ok || r.At.Before(prev.At) {
+			next[r.OldState] = r
+		}
+	}
+	if len(shown) == 0 {
+		return nil, time.Time{}, fmt.Errorf("task %s: GET showed no state", id)
+	}
+	final := shown[len(shown)-1]
+	chain := []string{"QUEUED"}
+	var at time.Time
+	for state := "QUEUED"; state != final; {
+		r, ok := next[state]
+		if !ok || len(chain) > 10 {
+			return chain, time.Time{}, fmt.Errorf("task %s: no change from %s received (chain %v, GET showed %v)", id, state, chain, shown)
+		}
+		state, at = r.NewState, r.At
+		chain = append(chain, state)
+	}
+	for _, s := range shown {
+		if !slices.Contains(chain, s) {
+			return chain, at, fmt.Errorf("task %s: GET showed %s, which no received change names (chain %v)", id, s, chain)
+		}
+	}
+	return chain, at, nil
 }
