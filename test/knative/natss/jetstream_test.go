@@ -34,16 +34,17 @@ const (
 // restartEvents is how many events each experiment sends; the dispatcher's
 // pods are deleted after restartAfter of them.
 const (
-	restartEvents = 200
-	restartAfter  = 40
+	restartEvents  = 200
+	restartAfter   = 40
+	subscriberDown = 5 * time.Second
 )
 
 // TestBrokerOnJetStream: a Broker whose spec.config names
 // cluster.NatsBrokerConfig runs on a NatsJetStreamChannel, takes an event
 // and its Trigger delivers it; then the channel's dispatcher pods are
-// deleted (no grace period) while events are being sent, and every event
-// the Broker's ingress accepted (2xx) is delivered at least once once the
-// dispatcher is back.
+// deleted (no grace period) while events are being sent and the subscriber
+// is down (restart), and every event the Broker's ingress accepted (2xx) is
+// delivered at least once once the dispatcher is back.
 func TestBrokerOnJetStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -185,7 +186,10 @@ type restartResult struct {
 
 // restart sends restartEvents events one after the other, deletes the pods
 // of selector in knative-eventing (no grace period) after restartAfter of
-// them, and waits up to wait for every accepted event to be delivered.
+// them, and waits up to wait for every accepted event to be delivered. The
+// subscriber answers 503 from the first event until subscriberDown after
+// the deletion, so that the dispatcher holds events it has not delivered
+// when it dies.
 func (b *broker) restart(ctx context.Context, t *testing.T, selector string, wait time.Duration) restartResult {
 	t.Helper()
 	pods, err := env.C.Client.CoreV1().Pods("knative-eventing").List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -196,6 +200,7 @@ func (b *broker) restart(ctx context.Context, t *testing.T, selector string, wai
 	refused := map[int]int{}
 	var killedAt time.Time
 	t0 := time.Now()
+	b.rec.setDown(time.Now().Add(time.Hour))
 	for i := range restartEvents {
 		if i == restartAfter {
 			zero := int64(0)
@@ -205,6 +210,7 @@ func (b *broker) restart(ctx context.Context, t *testing.T, selector string, wai
 				}
 			}
 			killedAt = time.Now()
+			b.rec.setDown(killedAt.Add(subscriberDown))
 			t.Logf("deleted the dispatcher's pods %v after %d events", names(pods.Items), i)
 		}
 		id := fmt.Sprintf("ev-%03d", i)
@@ -223,9 +229,9 @@ func (b *broker) restart(ctx context.Context, t *testing.T, selector string, wai
 		time.Since(t0).Round(time.Millisecond), len(accepted), refused)
 	err = b.rec.wait(ctx, accepted, wait)
 	missing := b.rec.missing(accepted)
-	delivered, dups := b.rec.counts()
-	t.Logf("%d events delivered (%d more than once) %s after the dispatcher's pods were deleted; %d accepted not delivered (%v)",
-		delivered, dups, time.Since(killedAt).Round(time.Millisecond), len(missing), err)
+	delivered, dups, refusedAt := b.rec.counts()
+	t.Logf("%d events delivered (%d more than once, %d deliveries refused while the subscriber was down) %s after the dispatcher's pods were deleted; %d accepted not delivered (%v)",
+		delivered, dups, refusedAt, time.Since(killedAt).Round(time.Millisecond), len(missing), err)
 	return restartResult{accepted: len(accepted), lost: missing}
 }
 
@@ -273,8 +279,17 @@ type recorder struct {
 	url string
 	srv *http.Server
 
-	mu   sync.Mutex
-	seen map[string]int
+	mu      sync.Mutex
+	seen    map[string]int
+	until   time.Time // answers 503 before
+	refused int
+}
+
+// setDown makes the recorder answer 503 until t.
+func (r *recorder) setDown(t time.Time) {
+	r.mu.Lock()
+	r.until = t
+	r.mu.Unlock()
 }
 
 func startRecorder(host string) (*recorder, error) {
@@ -296,8 +311,13 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Now().Before(r.until) {
+		r.refused++
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	r.seen[id]++
-	r.mu.Unlock()
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -316,9 +336,9 @@ func (r *recorder) missing(ids []string) []string {
 	return out
 }
 
-// counts is how many ids were delivered, and how many of them more than
-// once.
-func (r *recorder) counts() (delivered, dups int) {
+// counts is how many ids were delivered, how many of them more than once,
+// and how many deliveries the recorder refused.
+func (r *recorder) counts() (delivered, dups, refused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, n := range r.seen {
@@ -327,7 +347,7 @@ func (r *recorder) counts() (delivered, dups int) {
 			dups++
 		}
 	}
-	return delivered, dups
+	return delivered, dups, r.refused
 }
 
 // wait waits until every id was delivered.
