@@ -187,9 +187,11 @@ type restartResult struct {
 // restart sends restartEvents events one after the other, deletes the pods
 // of selector in knative-eventing (no grace period) after restartAfter of
 // them, and waits up to wait for every accepted event to be delivered. The
-// subscriber answers 503 from the first event until subscriberDown after
-// the deletion, so that the dispatcher holds events it has not delivered
-// when it dies.
+// subscriber answers 503 for subscriberDown from the first event and again
+// from the deletion, so that the dispatcher holds events it has not
+// delivered when it dies. (The in-memory channel's dispatcher answers the
+// Broker's ingress only once the event is delivered, unless the channel
+// asks for an asynchronous handler: a sender waits meanwhile.)
 func (b *broker) restart(ctx context.Context, t *testing.T, selector string, wait time.Duration) restartResult {
 	t.Helper()
 	pods, err := env.C.Client.CoreV1().Pods("knative-eventing").List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -200,7 +202,7 @@ func (b *broker) restart(ctx context.Context, t *testing.T, selector string, wai
 	refused := map[int]int{}
 	var killedAt time.Time
 	t0 := time.Now()
-	b.rec.setDown(time.Now().Add(time.Hour))
+	b.rec.setDown(time.Now().Add(subscriberDown))
 	for i := range restartEvents {
 		if i == restartAfter {
 			zero := int64(0)
