@@ -56,6 +56,15 @@ test: cluster-bins node-deps filer-deps image-deps browser-deps vet test-helm
 test-knative: cluster-bins node-deps image-deps
 	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/...
 
+# A Broker on the NATS JetStream channel (test/knative/natss): a local
+# cluster of its own with Knative and NATS (cluster-up KNATIVE=1 NATS=1's),
+# the channel's dispatcher pods deleted while events are sent, every event
+# the Broker accepted delivered; the same experiment on the in-memory
+# channel records what it loses.
+.PHONY: test-knative-nats
+test-knative-nats: cluster-bins natss-bins node-deps
+	TESK_KNATIVE_NATS=1 $(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/
+
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
 # the layer that talks to the API server on a fake clientset; nothing built,
 # no servers.
@@ -169,13 +178,23 @@ ifneq ($(KNATIVE),)
 CLUSTER_UP_FLAGS := -real -services -knative
 NODE_DEPS := node-deps
 endif
+# NATS=1 (with KNATIVE=1): cluster-up also runs a NATS server with JetStream
+# and the NatsJetStreamChannel of eventing-natss (build-natss.sh builds
+# them); the default channel stays the in-memory one.
+NATS ?=
+ifneq ($(NATS),)
+ifeq ($(KNATIVE),)
+$(error NATS=1 needs KNATIVE=1)
+endif
+CLUSTER_UP_FLAGS += -nats
+endif
 
 # cluster-bins builds all four (the test suite runs every kind of
 # cluster); cluster-up, dev and demo build only what the cluster they start
 # runs (up-bins): the control plane and kwok always, the real node's
 # binaries with NODE=real, the services' with SERVICES=1, Knative with
 # KNATIVE=1. Each is cached on its own.
-.PHONY: control-plane-bins node-bins services-bins knative-bins up-bins
+.PHONY: control-plane-bins node-bins services-bins knative-bins natss-bins up-bins
 cluster-bins: control-plane-bins node-bins services-bins knative-bins
 
 control-plane-bins:
@@ -190,7 +209,10 @@ services-bins:
 knative-bins:
 	GO=$(GO) ./test/cluster/build-knative.sh
 
-up-bins: control-plane-bins $(if $(findstring -real,$(CLUSTER_UP_FLAGS)),node-bins) $(if $(findstring -services,$(CLUSTER_UP_FLAGS)),services-bins) $(if $(findstring -knative,$(CLUSTER_UP_FLAGS)),knative-bins)
+natss-bins:
+	GO=$(GO) ./test/cluster/build-natss.sh
+
+up-bins: control-plane-bins $(if $(findstring -real,$(CLUSTER_UP_FLAGS)),node-bins) $(if $(findstring -services,$(CLUSTER_UP_FLAGS)),services-bins) $(if $(findstring -knative,$(CLUSTER_UP_FLAGS)),knative-bins) $(if $(findstring -nats,$(CLUSTER_UP_FLAGS)),natss-bins)
 
 node-deps:
 	./test/cluster/node-deps.sh

@@ -126,6 +126,14 @@ type Options struct {
 	// KnativeCacheDir holds build-knative.sh's output (default
 	// KnativeCacheDir()).
 	KnativeCacheDir string
+	// NATS (with Knative) adds a durable channel (natss.go): a NATS server
+	// with JetStream and the NatsJetStreamChannel of eventing-natss, whose
+	// images are loaded with Knative's and whose YAML is applied after
+	// Knative's; a Broker runs on it when its spec.config names
+	// NatsBrokerConfig. Knative's default channel stays the in-memory one.
+	NATS bool
+	// NatsCacheDir holds build-natss.sh's output (default NatsCacheDir()).
+	NatsCacheDir string
 
 	// Detach starts the processes in their own sessions so that they outlive
 	// the calling program (cmd/cluster up). Without it they are killed when
@@ -196,6 +204,16 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Knative && !opts.Services {
 		return nil, errors.New("Knative needs Services (and RealNode): its components are Deployments with Services, DNS and the API server reached from pods")
 	}
+	if opts.NATS && !opts.Knative {
+		return nil, errors.New("NATS needs Knative: it is a channel of Knative Eventing")
+	}
+	if opts.NATS && opts.NatsCacheDir == "" {
+		dir, err := NatsCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.NatsCacheDir = dir
+	}
 	if opts.Knative {
 		if opts.KnativeCacheDir == "" {
 			dir, err := KnativeCacheDir()
@@ -221,7 +239,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return append(append(images, k...), ingress), nil
+			images = append(append(images, k...), ingress)
+			if opts.NATS {
+				n, err := NatsImages(opts.NatsCacheDir)
+				if err != nil {
+					return nil, err
+				}
+				images = append(images, n...)
+			}
+			return images, nil
 		}
 	}
 	if opts.Services && !opts.RealNode {
@@ -416,6 +442,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 		logf("Knative Eventing and Serving %s Available (%s)", KnativeVersion, time.Since(t0).Round(time.Millisecond))
+	}
+	if opts.NATS {
+		t0 := time.Now()
+		if err := c.InstallNats(ctx, opts.NatsCacheDir); err != nil {
+			return c, err
+		}
+		logf("NATS %s with JetStream and eventing-natss %s Available (%s)", NatsServerVersion, NatssVersion, time.Since(t0).Round(time.Millisecond))
 	}
 	logf("cluster ready in %s (state in %s)", time.Since(begin).Round(time.Millisecond), dir)
 	return c, nil

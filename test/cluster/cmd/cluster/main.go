@@ -82,6 +82,7 @@ func up(args []string) error {
 	real := fl.Bool("real", false, "also start a real node: kubelet, containerd and runc on this machine (needs root and make cluster-bins)")
 	services := fl.Bool("services", false, "give the real node (implies -real) kube-proxy, cluster DNS, the API server at the kubernetes Service, the Deployment and endpoint controllers and NetworkPolicy enforcement")
 	knative := fl.Bool("knative", false, "run Knative Eventing and Serving on the real node (implies -services; make cluster-bins builds them)")
+	nats := fl.Bool("nats", false, "with -knative, also run a NATS server with JetStream and the NatsJetStreamChannel of eventing-natss (make natss-bins builds them)")
 	cpu := fl.String("cpu", "32", "CPU capacity of each node")
 	memory := fl.String("memory", "256Gi", "memory capacity of each node")
 	pods := fl.String("pods", "1000", "pod capacity of each node")
@@ -97,6 +98,9 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	begin := time.Now()
+	if *nats && !*knative {
+		return errors.New("-nats needs -knative")
+	}
 	if *knative {
 		*services = true
 		if *timeout == 2*time.Minute {
@@ -129,6 +133,7 @@ func up(args []string) error {
 		opts.BuildNodeImages = nodeImages
 		opts.Services = *services
 		opts.Knative = *knative
+		opts.NATS = *nats
 	}
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {

@@ -1,0 +1,120 @@
+//go:build knative
+
+// Package natss tests a Broker on the NATS JetStream channel of the local
+// cluster's NATS option: a cluster of its own with Knative and NATS, no
+// config/knative, and Eventing's authentication-oidc off (see oidcOff).
+// It runs only with TESK_KNATIVE_NATS=1 (make
+// test-knative-nats), or on a running cluster with
+// TESK_KNATIVE_CLUSTER=<dir of make cluster-up KNATIVE=1 NATS=1>, so that
+// make test-knative starts no second cluster beside test/knative's.
+package natss
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/elixir-cloud-aai/tesk-knative/hack/ociimage/ociimage"
+	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
+)
+
+// env reaches the cluster of this run (its Platform namespace unused).
+var env *knative.Env
+
+// TestMain starts a local cluster with Knative and NATS (or attaches to
+// TESK_KNATIVE_CLUSTER's, and leaves it running), runs the tests and stops
+// what it started.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "natss: "+format+"\n", a...)
+	}
+	var c *cluster.Cluster
+	switch dir := os.Getenv("TESK_KNATIVE_CLUSTER"); {
+	case os.Getenv("TESK_KNATIVE_NATS") == "":
+		logf("skipped: set TESK_KNATIVE_NATS=1 (make test-knative-nats)")
+		return 0
+	case dir != "":
+		var err error
+		if c, err = knative.AttachTo(dir); err != nil {
+			logf("TESK_KNATIVE_CLUSTER=%s: %v", dir, err)
+			return 1
+		}
+		if _, err := c.Client.AppsV1().StatefulSets(cluster.NatsNamespace).Get(context.Background(), "nats", metav1.GetOptions{}); err != nil {
+			logf("TESK_KNATIVE_CLUSTER=%s has no NATS server (make cluster-up KNATIVE=1 NATS=1): %v", dir, err)
+			return 1
+		}
+	default:
+		root, err := knative.RepoRoot()
+		if err != nil {
+			logf("%v", err)
+			return 1
+		}
+		t0 := time.Now()
+		c, err = cluster.Start(context.Background(), cluster.Options{
+			RealNode: true, Services: true, Knative: true, NATS: true,
+			BuildNodeImages: pauseImage(root),
+			Timeout:         15 * time.Minute,
+			Logf:            logf,
+		})
+		if err != nil {
+			logf("local cluster with Knative and NATS: %v", err)
+			return 1
+		}
+		defer c.Stop()
+		logf("local cluster with Knative and NATS up (%s)", time.Since(t0).Round(time.Second))
+	}
+	n := c.RealNode()
+	if n == nil || n.Services == nil {
+		logf("the cluster has no real node with Services")
+		return 1
+	}
+	env = &knative.Env{C: c, Node: n, Logf: logf}
+	if err := oidcOff(context.Background(), c); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// oidcOff turns Eventing's authentication-oidc off (config-features), as
+// the JetStream channel needs: eventing-natss v0.48.1's dispatcher sends its
+// deliveries with no token (it passes neither the subscriber's audience nor
+// the Subscription's ServiceAccount to Eventing's dispatcher), so with the
+// feature on the Broker's filter answers each one 401 and no event reaches a
+// Trigger's subscriber. The Broker then takes events without a token too.
+func oidcOff(ctx context.Context, c *cluster.Cluster) error {
+	_, err := c.Client.CoreV1().ConfigMaps("knative-eventing").Patch(ctx, "config-features", types.MergePatchType,
+		[]byte(`{"data":{"authentication-oidc":"disabled"}}`), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("config-features: authentication-oidc off: %w", err)
+	}
+	return nil
+}
+
+// pauseImage builds the pod sandbox image, the only one of the project's
+// images these tests need on the node.
+func pauseImage(root string) func(ctx context.Context, dir string) ([]cluster.NodeImage, error) {
+	return func(ctx context.Context, dir string) ([]cluster.NodeImage, error) {
+		built, err := ociimage.BuildAll(ctx, ociimage.Options{RepoRoot: root, OutDir: dir, Only: []string{ociimage.Pause}})
+		if err != nil {
+			return nil, err
+		}
+		var out []cluster.NodeImage
+		for _, b := range built {
+			for _, ref := range b.Refs {
+				out = append(out, cluster.NodeImage{Ref: ref, Tar: b.Path})
+			}
+		}
+		return out, nil
+	}
+}
