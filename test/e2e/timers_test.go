@@ -341,7 +341,10 @@ func TestSweepPagesCatchLostEvents(t *testing.T) {
 // With TASK_TTL_SECONDS, a task that ended that long ago is deleted with all
 // it owns.
 func TestTTLDeletesEndedTask(t *testing.T) {
-	ttl := time.Second
+	// Long enough for GET to see COMPLETE before the task goes: the end is
+	// recorded on the anchor in whole seconds, so a TTL of 1 s may
+	// already be over a few milliseconds after the task ends.
+	ttl := 5 * time.Second
 	e := newEnv(t, envOptions{config: func(c *steps.Config) { c.TaskTTL = &ttl }})
 	task := "task-ttl01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, nil, nil))))
