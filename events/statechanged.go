@@ -11,6 +11,13 @@ import (
 // takes it: it is for subscribers (docs/behaviour.md §5.8).
 const TypeTaskStateChanged = "org.ga4gh.tes.task.state_changed"
 
+// ExtensionNotifyURL is the extension attribute of a state change event
+// that names the address the task asked its changes be posted to
+// (taskmeta.TagNotifyURL), when the operator allows it: the chart's
+// Trigger tesk-state-notify takes the events that carry it to the
+// handler's /notify, which posts them there.
+const ExtensionNotifyURL = "notifyurl"
+
 // SourceHandler is the source of the events the handler publishes.
 const SourceHandler = "tesk-knative/handler"
 

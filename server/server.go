@@ -1,5 +1,6 @@
 // Package server is the handler's HTTP surface: CloudEvents on POST /, the
-// TES view on GET /tasks/{namespace}/{task}, and the health probes.
+// state changes posted to tasks' addresses on POST /notify, the TES view on
+// GET /tasks/{namespace}/{task}, and the health probes.
 package server
 
 import (
@@ -50,6 +51,9 @@ type Server struct {
 	Auth *EventAuth
 
 	draining atomic.Bool
+	// notifier posts state changes to tasks' addresses (POST /notify),
+	// when the configuration allows any (NotifyURLPrefixes).
+	notifier *notifier
 	sweeps   sweepFlight
 	// kubeEvents records the Kubernetes Events of the Runner's Recorder.
 	kubeEvents k8sevents.EventBroadcaster
@@ -122,6 +126,15 @@ func (s *Server) Echo() *echo.Echo {
 	e.Server.IdleTimeout = 2 * time.Minute
 	e.HTTPErrorHandler = httperr.Handler
 	e.POST("/", s.event, s.authenticate)
+	if prefixes := s.Runner.Config.NotifyURLPrefixes; len(prefixes) > 0 {
+		n, err := newNotifier(prefixes)
+		if err != nil {
+			s.Log.Errorw("No state changes posted to tasks' addresses", "error", err)
+		} else {
+			s.notifier = n
+			e.POST("/notify", s.notify, s.authenticate)
+		}
+	}
 	if s.Runner.Config.TrustEvents {
 		// For local use, as TRUST_EVENTS is: it answers whoever reaches
 		// the handler. Deployed, a task is read through the TES API, which

@@ -37,6 +37,10 @@ type StateSink struct {
 	// (events.DefaultSinkTokenFile) when Knative Eventing's authentication-oidc
 	// is on, and the Broker then takes events from known senders only.
 	TokenFile string
+	// NotifyPrefixes are the addresses a task may ask its changes be
+	// posted to (steps.Config.NotifyURLPrefixes): an event of a task whose
+	// tag names one of them carries it (events.ExtensionNotifyURL).
+	NotifyPrefixes []string
 }
 
 // OutcomeDelivered is a state change event the sink took
@@ -68,6 +72,9 @@ func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) erro
 	ev := events.NewTaskStateChanged(events.StateChangedData{
 		ID: ch.Task, Namespace: ch.Namespace, Owner: ch.Owner, OldState: ch.Old, NewState: ch.New, Reason: ch.Reason,
 	}, ch.Time)
+	if ch.NotifyURL != "" && steps.NotifyURLAllowed(ch.NotifyURL, s.NotifyPrefixes) == nil {
+		ev.SetExtension(events.ExtensionNotifyURL, ch.NotifyURL)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Timeout)
 	defer cancel()
 	ctx = cloudevents.ContextWithTarget(ctx, s.URL)
@@ -118,6 +125,7 @@ func (s *Server) TellStates(url, tokenFile string) error {
 		return err
 	}
 	sink.Telemetry, sink.TokenFile = s.telemetry(), tokenFile
+	sink.NotifyPrefixes = s.Runner.Config.NotifyURLPrefixes
 	s.Runner.States = sink
 	return nil
 }

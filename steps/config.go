@@ -53,9 +53,12 @@ type Config struct {
 	// outputs that exist before it ends EXECUTOR_ERROR, unless its tag
 	// TagUploadOutputsOnFailure says otherwise (UPLOAD_OUTPUTS_ON_FAILURE).
 	UploadOutputsOnFailure bool
-	FilerBackoffLimit      *int32
-	FilerHTTPTimeout       string
-	FilerParallelism       int // files each filer moves at once; 0: the filer's default
+	// NotifyURLPrefixes are the addresses a task's tag TagNotifyURL may
+	// name (NotifyURLAllowed; NOTIFY_URL_PREFIXES); none: no task may.
+	NotifyURLPrefixes []string
+	FilerBackoffLimit *int32
+	FilerHTTPTimeout  string
+	FilerParallelism  int // files each filer moves at once; 0: the filer's default
 	// FilerAllowedCIDRs are the private ranges (comma-separated CIDRs) the
 	// filer may reach for HTTP(S) and FTP URLs; "": none.
 	FilerAllowedCIDRs string

@@ -173,6 +173,11 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	default:
 		bad("warn", "UPLOAD_OUTPUTS_ON_FAILURE", "%q is neither true nor false; a task whose executor fails uploads nothing unless its tag %s says so", v, TagUploadOutputsOnFailure)
 	}
+	if prefixes, err := ParseNotifyPrefixes(get("NOTIFY_URL_PREFIXES")); err != nil {
+		bad("error", "NOTIFY_URL_PREFIXES", "%v; no task may name an address for its state changes", err)
+	} else {
+		cfg.NotifyURLPrefixes = prefixes
+	}
 	switch v := get("KEEP_FAILED_PVC"); v {
 	case "true":
 		cfg.KeepFailedPVC = true

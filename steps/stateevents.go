@@ -31,6 +31,10 @@ type StateChange struct {
 	// Reason says why a task that ended stopped (its system_logs); empty
 	// otherwise.
 	Reason string
+	// NotifyURL is the address the task's tag taskmeta.TagNotifyURL names,
+	// as the tag says it (the publisher checks it against
+	// NotifyURLPrefixes); "" for none.
+	NotifyURL string
 }
 
 // StatePublisher tells subscribers of a task's state change (Runner.States).
@@ -89,7 +93,7 @@ func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started *StateChange, en
 		return nil, nil // an ended task never moves again
 	}
 	change := func(next, reason string) StateChange {
-		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: at, New: next, Reason: reason}
+		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: at, New: next, Reason: reason, NotifyURL: taskmeta.NotifyURLOf(anchor)}
 		at = next
 		return ch
 	}
@@ -142,7 +146,7 @@ func owedChanges(anchor metav1.ObjectMeta) []owedChange {
 
 // changeOf is the StateChange an owed record stands for.
 func changeOf(anchor metav1.ObjectMeta, o owedChange) StateChange {
-	ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: o.Old, New: o.New, Time: o.Time}
+	ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: o.Old, New: o.New, Time: o.Time, NotifyURL: taskmeta.NotifyURLOf(anchor)}
 	if tesv1.IsFinal(o.New) {
 		ch.Reason = anchor.Annotations[taskmeta.AnnotationReason]
 	}

@@ -48,8 +48,10 @@ func TestStateChanges(t *testing.T) {
 		obs  Observed
 		// started and ended: "OLD>NEW", or "" for none.
 		started, ended string
-		reason         string
-		owner          string
+		// notify: the address every change names.
+		notify string
+		reason string
+		owner  string
 	}{
 		{name: "submitted with inputs: initializing", obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: full}, started: "QUEUED>INITIALIZING"},
 		{name: "submitted without inputs, outputs or volumes: running", obs: Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1)}, started: "QUEUED>RUNNING"},
@@ -77,6 +79,8 @@ func TestStateChanges(t *testing.T) {
 			started: "QUEUED>RUNNING", owner: "alice@example.org"},
 		{name: "the owner of a task the TESK API wrote is its label", obs: owned(map[string]string{taskmeta.LabelCreator: "user-1"})(Observed{Event: "ev-submit", Anchor: anchorWith(nil), Spec: taskWith(1)}),
 			started: "QUEUED>RUNNING", owner: "user-1"},
+		{name: "a task whose tag names an address: each change names it", obs: owned(map[string]string{taskmeta.AnnotationTags: `{"tesk.notify_url":"https://hooks.example.org/t1"}`})(Observed{Event: "ev-c", Anchor: cancelled(anchorWith(nil)), Spec: full}),
+			ended: "QUEUED>CANCELING CANCELING>CANCELED", reason: "Task cancelled", notify: "https://hooks.example.org/t1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plan := Decide(c.obs, DefaultConfig(), t0)
@@ -97,6 +101,9 @@ func TestStateChanges(t *testing.T) {
 				t.Fatalf("changes %q and %q, want %q and %q (plan: state %s, progress %v, final %v)", show(all[:len(all)-len(ended)]), show(ended), c.started, c.ended, plan.State, plan.Progress, plan.Final)
 			}
 			for i, ch := range all {
+				if ch.NotifyURL != c.notify {
+					t.Errorf("change %s>%s names the address %q, want %q", ch.Old, ch.New, ch.NotifyURL, c.notify)
+				}
 				if ch.Task != testTask || ch.Namespace != testNS || ch.Owner != c.owner {
 					t.Errorf("change of %s/%s by %q, want %s/%s by %q", ch.Namespace, ch.Task, ch.Owner, testNS, testTask, c.owner)
 				}
@@ -318,6 +325,7 @@ func TestUntoldStateChangesAreOwedAndToldBySweep(t *testing.T) {
 	// A change owed from before: the end queues behind it, untried.
 	a := api.anchor()
 	a.Annotations[taskmeta.AnnotationStateEventsOwed] = owe
+	a.Annotations[taskmeta.AnnotationTags] = `{"tesk.notify_url":"https://hooks.example.org/t"}`
 	if err := api.Tracker().Update(configMapsResource, a, testNS); err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +357,11 @@ func TestUntoldStateChangesAreOwedAndToldBySweep(t *testing.T) {
 	}
 	if end := heard.got[1]; !end.Time.Equal(t0) || end.Reason != api.anchor().Annotations[taskmeta.AnnotationReason] {
 		t.Errorf("the end told as %+v, want at %v with the anchor's reason", end, t0)
+	}
+	for _, ch := range heard.got {
+		if ch.NotifyURL != "https://hooks.example.org/t" {
+			t.Errorf("the sweep told %s>%s naming the address %q, want the task's tag's", ch.Old, ch.New, ch.NotifyURL)
+		}
 	}
 	if got, ok := api.anchor().Annotations[taskmeta.AnnotationStateEventsOwed]; ok {
 		t.Errorf("owed %s after the sweep told all", got)

@@ -18,6 +18,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -84,6 +85,9 @@ func (s *Server) create(c echo.Context) error {
 	}
 	if err == nil {
 		err = s.checkFileURLs(t)
+	}
+	if err == nil {
+		err = s.checkNotifyURL(t)
 	}
 	if err != nil {
 		return s.fail(c, err)
@@ -166,4 +170,17 @@ func (s *Server) post(ctx context.Context, eventID string, ev cloudevents.Event)
 	if res := s.Events.Send(ctx, ev); cloudevents.IsUndelivered(res) || !cloudevents.IsACK(res) {
 		s.Log.Warnw("Event not delivered; the sweep takes the task up", "type", ev.Type(), "task", ev.Subject(), "error", res)
 	}
+}
+
+// checkNotifyURL refuses a task whose tag taskmeta.TagNotifyURL names an
+// address the operator does not allow (steps.NotifyURLAllowed).
+func (s *Server) checkNotifyURL(t *tesv1.Task) error {
+	addr, ok := t.Tags[taskmeta.TagNotifyURL]
+	if !ok {
+		return nil
+	}
+	if err := steps.NotifyURLAllowed(addr, s.Config.Steps.NotifyURLPrefixes); err != nil {
+		return bad("tags.%s: %v", taskmeta.TagNotifyURL, err)
+	}
+	return nil
 }

@@ -232,3 +232,26 @@ func TestFullListOfLargeTasksKeepsItsBudget(t *testing.T) {
 	t.Logf("300 tasks of 1 MiB in %d FULL pages, the largest %.1f MiB; the heap at its peak %.1f MiB above the %.1f MiB before the list",
 		pages, float64(largest)/(1<<20), float64(peak-min(peak, before.HeapAlloc))/(1<<20), float64(before.HeapAlloc)/(1<<20))
 }
+
+// TestCreateWithANotifyURL: a task's tag tesk.notify_url must name an
+// address the operator allows (NOTIFY_URL_PREFIXES); any other is refused,
+// naming the tag, and nothing is written.
+func TestCreateWithANotifyURL(t *testing.T) {
+	a := newAPITest(t)
+	tagged := func(addr string) string {
+		return strings.Replace(helloTask, `"tags":{"project":"p1"}`, `"tags":{"project":"p1","tesk.notify_url":"`+addr+`"}`, 1)
+	}
+	if code, body := a.do(http.MethodPost, "/tasks", tagged("https://hooks.example.org/tes/1")); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "tags.tesk.notify_url: this service posts no state changes to a task's own address") {
+		t.Errorf("no prefixes allowed: %d %v, want 400 naming the tag", code, body)
+	}
+	a.srv.Config.Steps.NotifyURLPrefixes = []string{"https://hooks.example.org/tes"}
+	if code, body := a.do(http.MethodPost, "/tasks", tagged("https://hooks.example.org/admin")); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), `tags.tesk.notify_url: "https://hooks.example.org/admin" is not among the addresses`) {
+		t.Errorf("an address not allowed: %d %v, want 400 naming it", code, body)
+	}
+	if n := len(a.anchors(t)); n != 0 {
+		t.Errorf("refused creates wrote %d anchors", n)
+	}
+	if code, body := a.do(http.MethodPost, "/tasks", tagged("https://hooks.example.org/tes/1")); code != http.StatusOK {
+		t.Errorf("an allowed address: %d %v", code, body)
+	}
+}

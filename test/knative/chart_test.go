@@ -68,6 +68,13 @@ func TestChartOnKnative(t *testing.T) {
 	repo := func(ref string) string { return ref[:strings.LastIndexByte(ref, ':')] }
 	tag := func(ref string) string { return ref[strings.LastIndexByte(ref, ':')+1:] }
 	image := func(ref string) map[string]any { return map[string]any{"repository": repo(ref), "tag": tag(ref)} }
+	// The address tasks may name for their own state changes
+	// (stateEvents.notifyURLPrefixes): a recorder that is never down.
+	hooks, err := StartStateRecorder(env.Node.HostIP, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hooks.Close()
 	values := map[string]any{
 		"namespaces": map[string]any{"platform": platform, "tasks": tasks},
 		"images": map[string]any{
@@ -76,7 +83,7 @@ func TestChartOnKnative(t *testing.T) {
 		},
 		"auth":        map[string]any{"mode": "oidc", "oidc": map[string]any{"issuer": env.Issuer.URL, "audience": Audience}},
 		"handler":     map[string]any{"eventsAudience": "tesk-chart-handler"},
-		"stateEvents": map[string]any{"enabled": true},
+		"stateEvents": map[string]any{"enabled": true, "notifyURLPrefixes": []any{hooks.URL + "tasks"}},
 	}
 	helm := func(verb string, vals map[string]any) string {
 		t.Helper()
@@ -170,6 +177,18 @@ func TestChartOnKnative(t *testing.T) {
 	}
 	// Twenty more, one failing and one cancelled, followed through GET.
 	fleet := startFleet(ctx, t, api, 20)
+	// One that names an address of its own for its state changes, and one
+	// that names an address the operator does not allow.
+	hook := hooks.URL + "tasks/notified"
+	notified, err := api.Create(ctx, &tesv1.Task{Name: "notified", Tags: map[string]string{taskmeta.TagNotifyURL: hook},
+		Executors: []tesv1.Executor{{Image: "ubuntu:24.04", Command: []string{"sh", "-c", "sleep 2"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Create(ctx, &tesv1.Task{Name: "not-allowed", Tags: map[string]string{taskmeta.TagNotifyURL: hooks.URL + "admin"},
+		Executors: []tesv1.Executor{{Image: "ubuntu:24.04", Command: []string{"true"}}}}); err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "tags.tesk.notify_url") {
+		t.Errorf("a task naming an address not allowed: %v, want 400 naming the tag", err)
+	}
 	if err := waitJob(ctx, tasks, id+"-ex-01", 4*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +282,7 @@ func TestChartOnKnative(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkNotified(ctx, t, api, hooks, notified, hook)
 	refused, seen := recorder.Seen()
 	// The Trigger's retries reach the notifier some time after it is back
 	// (its backoff); from then on, a change comes as it is made.
@@ -595,4 +615,45 @@ func manifestObjects(manifest string) ([]manifestObject, error) {
 		return nil, fmt.Errorf("the release's manifest names no object")
 	}
 	return out, nil
+}
+
+// checkNotified: the task that named hook for its state changes ends
+// COMPLETE, and each of its changes, QUEUED to COMPLETE, reached hook
+// (through the Trigger tesk-state-notify and the handler's /notify), as it
+// came, without the address; hooks took nothing else.
+func checkNotified(ctx context.Context, t *testing.T, api *TES, hooks *StateRecorder, id, hook string) {
+	t.Helper()
+	shown := []string{"QUEUED"}
+	v, err := api.Wait(ctx, id, 3*time.Minute, func(state string) {
+		if state != shown[len(shown)-1] {
+			shown = append(shown, state)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.State != "COMPLETE" {
+		t.Fatalf("the task that names its address ended %s", v.State)
+	}
+	path := strings.TrimPrefix(hook, strings.TrimSuffix(hooks.URL, "/"))
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, got := hooks.Seen()
+		chain, _, err := StateChain(got, id, shown)
+		if err == nil {
+			for _, r := range got {
+				if r.ID != id || r.Path != path || r.NotifyURL != "" || r.Owner != "alice" {
+					t.Errorf("the task's address took %+v at %s (address %q): want only task %s's changes at %s, without the address", r.StateChangedData, r.Path, r.NotifyURL, id, path)
+				}
+			}
+			t.Logf("task %s: GET showed %v; its address %s took %v", id, shown, path, chain)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task's address took %d changes: %v", len(got), err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

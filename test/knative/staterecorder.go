@@ -33,10 +33,13 @@ type StateRecorder struct {
 	received []ReceivedState
 }
 
-// ReceivedState is a state change the recorder took, and when.
+// ReceivedState is a state change the recorder took, when, at which path,
+// and the address the event named (events.ExtensionNotifyURL; "" for none).
 type ReceivedState struct {
 	events.StateChangedData
-	At time.Time
+	At        time.Time
+	Path      string
+	NotifyURL string
 }
 
 // StartStateRecorder listens on host (an address the cluster's pods reach)
@@ -70,7 +73,7 @@ func (r *StateRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "not a state change", http.StatusBadRequest)
 		return
 	}
-	r.received = append(r.received, ReceivedState{d, now})
+	r.received = append(r.received, ReceivedState{d, now, req.URL.Path, req.Header.Get("Ce-" + events.ExtensionNotifyURL)})
 	w.WriteHeader(http.StatusAccepted)
 }
 
