@@ -21,8 +21,16 @@ LDFLAGS := -X github.com/elixir-cloud-aai/tesk-knative/internal/version.Version=
 .PHONY: all build test test-unit e2e dev demo bench vet version
 all: build
 
+# The programs: static (CGO_ENABLED=0), without this machine's paths.
+GOBUILDFLAGS := -trimpath
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build $(GOBUILDFLAGS) -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+
+# The make targets' own Go programs (the local cluster's command, the demo,
+# the benches) are built as build builds the programs, so that they reuse
+# the packages it compiled: with other flags every dependency they share
+# (client-go and the rest) is compiled a second time.
+GORUN = CGO_ENABLED=0 $(GO) run $(GOBUILDFLAGS)
 
 version:
 	@echo $(VERSION)
@@ -91,8 +99,8 @@ e2e: cluster-bins browser-deps filer-deps
 # ApiServerSource adapter, on the local cluster (started if it is not up), in
 # the foreground until interrupted.
 dev: up-bins build $(NODE_DEPS)
-	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
-	$(GO) run ./test/dev -dir $(CLUSTER_DIR)
+	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
+	$(GORUN) ./test/dev -dir $(CLUSTER_DIR)
 
 # The demo: the local cluster, the handler and the adapter, one example task
 # (examples/task.submitted.json) followed from submission to COMPLETE; the
@@ -101,8 +109,8 @@ dev: up-bins build $(NODE_DEPS)
 # and the handler's pods from zero.
 DEMO_CMD = $(if $(KNATIVE),./test/knative/cmd/demo,./test/dev -demo)
 demo: up-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
-	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
-	@status=0; $(GO) run $(DEMO_CMD) -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
+	@status=0; $(GORUN) $(DEMO_CMD) -dir $(CLUSTER_DIR) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # Figures: step latency, handler time, API requests per step, sweep cost over
 # 1,000 and 10,000 tasks, events per second, what the users' shares cost a
@@ -112,7 +120,7 @@ demo: up-bins build $(NODE_DEPS) $(if $(KNATIVE),image-deps)
 # README.md quotes from it into README.md (the blocks of make bench).
 BENCH_DOCS ?=
 bench: control-plane-bins build
-	$(GO) run ./test/bench $(if $(BENCH_DOCS),-summary BENCHMARKS.md -readme README.md)
+	$(GORUN) ./test/bench $(if $(BENCH_DOCS),-summary BENCHMARKS.md -readme README.md)
 
 # Figures of config/knative on real Knative (test/knative/cmd/bench, in one
 # run): a task's first Job with the handler at zero and up, the step gap
@@ -123,8 +131,8 @@ bench: control-plane-bins build
 COLD ?= 5
 .PHONY: bench-knative
 bench-knative: cluster-bins node-deps image-deps
-	@$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1
-	@status=0; $(GO) run ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1
+	@status=0; $(GORUN) ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind
@@ -132,7 +140,7 @@ bench-knative: cluster-bins node-deps image-deps
 TASKS ?= 10000
 .PHONY: bench-scale
 bench-scale: control-plane-bins build
-	$(GO) run ./test/benchscale -tasks $(TASKS)
+	$(GORUN) ./test/benchscale -tasks $(TASKS)
 
 # The chaos run: CHAOS_TASKS generated TES tasks, clean and then under
 # faults (events dropped, duplicated, reordered; the handler SIGKILLed and
@@ -141,7 +149,7 @@ bench-scale: control-plane-bins build
 CHAOS_TASKS ?= 200
 .PHONY: chaos
 chaos: control-plane-bins build
-	$(GO) run ./test/chaos/cmd/chaos -tasks $(CHAOS_TASKS)
+	$(GORUN) ./test/chaos/cmd/chaos -tasks $(CHAOS_TASKS)
 
 # The local control plane (test/cluster): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok and the ApiServerSource
@@ -219,14 +227,14 @@ node-deps:
 
 # Starts the cluster in the background; admin kubeconfig in .cluster/kubeconfig.
 cluster-up: up-bins $(NODE_DEPS)
-	$(GO) run ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR) $(CLUSTER_UP_FLAGS)
+	$(GORUN) ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR) $(CLUSTER_UP_FLAGS)
 
 # Stops every process cluster-up started and removes its state.
 cluster-down:
-	$(GO) run ./test/cluster/cmd/cluster down -dir $(CLUSTER_DIR)
+	$(GORUN) ./test/cluster/cmd/cluster down -dir $(CLUSTER_DIR)
 
 cluster-status:
-	$(GO) run ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR)
+	$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR)
 
 # The control plane's own tests (pod fates, logs, adapter, CRDs, start/stop).
 test-cluster: cluster-bins
@@ -270,7 +278,7 @@ image:
 # distributions).
 .PHONY: images-all image-deps
 images-all:
-	$(GO) run ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -version $(VERSION) -also-tags "$(IMAGE_ALSO_TAGS)" -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
+	$(GORUN) ./hack/ociimage -go $(GO) -out $(IMAGE_DIR) -version $(VERSION) -also-tags "$(IMAGE_ALSO_TAGS)" -handler-image $(HANDLER_IMAGE) -tes-image $(TES_IMAGE) -filer-image $(FILER_IMAGE)
 
 # What hack/ociimage and its integration test need from Debian's packages
 # (ca-certificates, busybox-static, runc): installed once, then only checked.
