@@ -49,7 +49,8 @@ func newNotifier(prefixes []string) (*notifier, error) {
 // tesk-state-notify brings (those with events.ExtensionNotifyURL), posted
 // as it came, in binary mode and without that extension, to the address
 // it names, if the operator allows it. 200 once the address took it (any
-// 2xx); 502 when it did not answer so, which the Trigger retries and then
+// 2xx; empty to a Knative dispatcher, as for a step: it takes no other
+// reply than a CloudEvent); 502 when it did not answer so, which the Trigger retries and then
 // dead-letters; 400 for an event that cannot be posted (not a state
 // change, an address not allowed); an event without an address is
 // answered 200 and nothing is posted.
@@ -65,7 +66,7 @@ func (s *Server) notify(c echo.Context) error {
 	}
 	addr, _ := types.ToString(ev.Extensions()[events.ExtensionNotifyURL])
 	if addr == "" {
-		return c.JSON(http.StatusOK, map[string]string{"result": "no address to post to"})
+		return s.ok(c, map[string]string{"result": "no address to post to"})
 	}
 	if err := steps.NotifyURLAllowed(addr, s.notifier.prefixes); err != nil {
 		s.Log.Warnw("State change not posted", "task", ev.Subject(), "url", addr, "error", err)
@@ -84,5 +85,5 @@ func (s *Server) notify(c echo.Context) error {
 		return httperr.Write(c, http.StatusBadGateway, err)
 	}
 	s.Log.Debugw("State change posted", "task", ev.Subject(), "url", addr, "state", ev.ID())
-	return c.JSON(http.StatusOK, map[string]string{"result": "posted"})
+	return s.ok(c, map[string]string{"result": "posted"})
 }

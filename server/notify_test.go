@@ -25,9 +25,9 @@ func notifyServer(prefix string) *Server {
 	return &Server{Runner: &steps.Runner{Client: fake.NewSimpleClientset(), Config: cfg, Log: log}, Namespace: "tesk", Log: log}
 }
 
-// postNotify sends a state change event to /notify as the Trigger
-// tesk-state-notify does (binary mode), with the address addr ("": none).
-func postNotify(t *testing.T, s *Server, typ, addr string) *httptest.ResponseRecorder {
+// postNotify sends a state change event to /notify in binary mode, with
+// the address addr ("": none); hdr are more headers.
+func postNotify(t *testing.T, s *Server, typ, addr string, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	body, _ := json.Marshal(events.StateChangedData{ID: "task-1", Namespace: "tesk", Owner: "alice", OldState: "QUEUED", NewState: "RUNNING", Time: "2026-01-02T03:04:05Z"})
 	req := httptest.NewRequest(http.MethodPost, "/notify", strings.NewReader(string(body)))
@@ -36,6 +36,9 @@ func postNotify(t *testing.T, s *Server, typ, addr string) *httptest.ResponseRec
 	}
 	if addr != "" {
 		req.Header.Set("Ce-Notifyurl", addr)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	rec := httptest.NewRecorder()
 	s.Echo().ServeHTTP(rec, req)
@@ -147,5 +150,24 @@ func TestStateEventNamesTheAllowedAddress(t *testing.T) {
 			t.Errorf("tag %q: the event names %q, want %q", c.addr, got, c.want)
 		}
 		hs.Close()
+	}
+}
+
+// A Knative dispatcher (the Trigger tesk-state-notify) asks with "Prefer:
+// reply" and takes a 2xx only with an empty body or a CloudEvent: /notify
+// answers it with an empty one, or the Trigger would deliver the change
+// again.
+func TestNotifyAnswersADispatcherEmpty(t *testing.T) {
+	rec := &sinkRecorder{codes: []int{http.StatusAccepted}}
+	hs := httptest.NewServer(rec)
+	defer hs.Close()
+	for _, addr := range []string{hs.URL + "/hooks/task-1", ""} {
+		res := postNotify(t, notifyServer(hs.URL+"/hooks"), events.TypeTaskStateChanged, addr, "Prefer", "reply")
+		if res.Code != http.StatusOK || res.Body.Len() != 0 {
+			t.Errorf("address %q: answer %d %q, want 200 with no body", addr, res.Code, res.Body)
+		}
+	}
+	if rec.requests() != 1 {
+		t.Errorf("%d posts, want 1", rec.requests())
 	}
 }
