@@ -650,7 +650,11 @@ func checkNotified(ctx context.Context, t *testing.T, api *TES, hooks *StateReco
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the task's address took %d changes: %v", len(got), err)
+			var took []string
+			for _, r := range got {
+				took = append(took, fmt.Sprintf("%s %s>%s at %s", r.ID, r.OldState, r.NewState, r.Path))
+			}
+			t.Fatalf("the task's address took %d changes (%s): %v", len(got), strings.Join(took, "; "), err)
 		}
 		if err := sleep(ctx, time.Second); err != nil {
 			t.Fatal(err)
