@@ -166,66 +166,94 @@ func nextflowTask(bucket, prefix string) map[string]any {
 	}
 }
 
+// The Cromwell workflow and call the tasks below are of: the call "upper"
+// of the workflow "hello", its files under cromwell-executions/ of the
+// bucket (Cromwell's root), seen by the executor under /cromwell-executions.
+const (
+	cromwellWorkflowID = "4f1c2a9e-8d3b-4c6e-9a7f-0b5d1e2c3a4b"
+	cromwellCall       = "cromwell-executions/hello/" + cromwellWorkflowID + "/call-upper"
+	cromwellExecution  = "/" + cromwellCall + "/execution"
+)
+
 // cromwellScript is the script Cromwell's StandardAsyncExecutionActor
 // generates, cut to what it does on the volume: a temporary directory in
-// the call's root, the command in a subshell (here with umask 077, so its
-// files are 0600 and its directories 0700), the return code written to
-// rc.tmp and renamed to rc, a .file in every empty directory.
+// the call's execution directory, the command in a subshell (here with
+// umask 077, so its files are 0600 and its directories 0700), the return
+// code written to rc.tmp and renamed to rc, the glob's directory and its
+// .list, a .file in every empty directory.
 const cromwellScript = `#!/bin/bash
 
-cd /cromwell_root
-tmpDir=$(mkdir -p "/cromwell_root/tmp.a1b2c3" && echo "/cromwell_root/tmp.a1b2c3")
+cd ` + cromwellExecution + `
+tmpDir=$(mkdir -p "` + cromwellExecution + `/tmp.a1b2c3" && echo "` + cromwellExecution + `/tmp.a1b2c3")
 chmod 777 "$tmpDir"
 export TMPDIR="$tmpDir"
 (
-cd /cromwell_root
+cd ` + cromwellExecution + `
 umask 077
-mkdir -p glob-5e8c
-tr a-z A-Z < /cromwell_root/tes/inputs/words.txt > upper.txt
-id -u > glob-5e8c/whoami
+tr a-z A-Z < /` + cromwellCall + `/inputs/engines/inputs/words.txt > upper.txt
+id -u > whoami
 echo "counted $(wc -l < upper.txt) lines"
 )
-echo $? > /cromwell_root/rc.tmp
+echo $? > ` + cromwellExecution + `/rc.tmp
 (
-cd /cromwell_root
+cd ` + cromwellExecution + `
+mkdir -p glob-5e8c
+ln -L whoami glob-5e8c/ 2> /dev/null || cp whoami glob-5e8c/
+ls -1 glob-5e8c > glob-5e8c.list
+)
+(
+cd ` + cromwellExecution + `
 find . -type d -exec sh -c '[ -z "$(ls -A '"'"'{}'"'"')" ] && touch '"'"'{}'"'"'/.file' \;
 )
 (
-cd /cromwell_root
+cd ` + cromwellExecution + `
 sync
 )
-mv /cromwell_root/rc.tmp /cromwell_root/rc
+mv ` + cromwellExecution + `/rc.tmp ` + cromwellExecution + `/rc
 `
 
-// cromwellTask is the task Cromwell's TES backend sends: the command
-// script as inline content, the call's File input from S3 below the call
-// root, the executor running the script with the job shell in workdir
-// /cromwell_root, its stdout and stderr there, and rc, stdout, stderr, the
-// script and the call's outputs as outputs.
-func cromwellTask(bucket, prefix string) map[string]any {
-	call := "s3://" + bucket + "/" + prefix
-	out := func(name, typ string) map[string]any {
-		return map[string]any{"name": name, "url": call + "/" + name, "path": "/cromwell_root/" + name, "type": typ}
+// cromwellTask is the task Cromwell 92's TES backend sends (TesTask.scala,
+// GRANULAR output mode, the default): the call's File input from S3 at its
+// place under the call's inputs, the command script Cromwell wrote to the
+// bucket as an input by URL, the executor running it with the job shell
+// (Cromwell's /bin/bash, the stand-in's /bin/sh), its stdout and stderr in
+// the execution directory; as outputs rc, stdout, stderr, the script, the
+// call's File output and its glob (globDir, a DIRECTORY whose path ends in
+// a slash, and globList, its .list); preemptible false, the backend
+// parameter internal_path_prefix, and the workflow's ids as tags, the
+// parent's null for a root workflow.
+func cromwellTask(bucket string) map[string]any {
+	storage := "s3://" + bucket + "/" + cromwellCall + "/execution/"
+	out := func(name, file, typ string) map[string]any {
+		description := name
+		if !strings.HasPrefix(name, "hello.upper.") {
+			description = "hello.upper." + name
+		}
+		return map[string]any{"name": name, "description": description, "url": storage + file, "path": cromwellExecution + "/" + file, "type": typ}
 	}
 	return map[string]any{
 		"name":        "hello.upper",
-		"description": "hello.upper",
+		"description": "JobDescriptor(" + cromwellWorkflowID[:8] + ":hello.upper:-1:1)",
 		"inputs": []any{
-			map[string]any{"name": "commandScript", "description": "hello.upper.commandScript", "path": "/cromwell_root/script", "type": "FILE", "content": cromwellScript},
-			map[string]any{"name": "upper.words", "url": "s3://" + bucket + "/inputs/words.txt", "path": "/cromwell_root/tes/inputs/words.txt", "type": "FILE"},
+			map[string]any{"name": "hello.upper.words.0", "description": "hello.hello.upper.words.0", "url": "s3://" + bucket + "/inputs/words.txt",
+				"path": "/" + cromwellCall + "/inputs/" + bucket + "/inputs/words.txt", "type": "FILE"},
+			map[string]any{"name": "commandScript", "description": "hello.upper.commandScript", "url": storage + "script", "path": cromwellExecution + "/script", "type": "FILE"},
 		},
 		"outputs": []any{
-			out("rc", "FILE"), out("stdout", "FILE"), out("stderr", "FILE"), out("script", "FILE"),
-			out("upper.txt", "FILE"), out("glob-5e8c", "DIRECTORY"),
+			out("rc", "rc", "FILE"), out("stdout", "stdout", "FILE"), out("stderr", "stderr", "FILE"),
+			out("commandScript", "script", "FILE"),
+			out("hello.upper.output.0", "upper.txt", "FILE"),
+			out("globDir.1", "glob-5e8c/", "DIRECTORY"), out("globList.1", "glob-5e8c.list", "FILE"),
 		},
-		"resources": map[string]any{"cpu_cores": 1, "ram_gb": 0.25, "disk_gb": 1},
+		"resources": map[string]any{"cpu_cores": 1, "ram_gb": 0.25, "disk_gb": 1, "preemptible": false,
+			"backend_parameters": map[string]any{"internal_path_prefix": "s3://" + bucket + "/" + cromwellCall + "/tes_task"}},
 		"executors": []any{map[string]any{
 			"image":   "ubuntu",
-			"command": []any{"/bin/sh", "/cromwell_root/script"},
-			"workdir": "/cromwell_root",
-			"stdout":  "/cromwell_root/stdout",
-			"stderr":  "/cromwell_root/stderr",
+			"command": []any{"/bin/sh", cromwellExecution + "/script"},
+			"stdout":  cromwellExecution + "/stdout",
+			"stderr":  cromwellExecution + "/stderr",
 		}},
+		"tags": map[string]any{"workflow_id": cromwellWorkflowID, "root_workflow_id": cromwellWorkflowID, "parent_workflow_id": nil},
 	}
 }
 
@@ -385,9 +413,11 @@ func engineRun(t *testing.T, uid string, config func(*steps.Config)) {
 	put("work/ok/.command.run", nextflowRun)
 	put("work/fail/.command.sh", nfScript(3))
 	put("work/fail/.command.run", nextflowRun)
-	// Cromwell: the call's File input.
+	// Cromwell: the call's File input, and the command script it writes
+	// to the call's execution directory before it sends the task.
 	const words = "alpha\nbeta\ngamma\n"
 	put("inputs/words.txt", words)
+	put(cromwellCall+"/execution/script", cromwellScript)
 	// Snakemake: the workflow's directory, shared.
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		t.Fatal(err)
@@ -403,7 +433,7 @@ func engineRun(t *testing.T, uid string, config func(*steps.Config)) {
 	failing := api.create(nextflowTask(bucket, "work/fail"))
 	ids := map[string]string{
 		"nextflow":  api.create(nextflowTask(bucket, "work/ok")),
-		"cromwell":  api.create(cromwellTask(bucket, "calls/upper")),
+		"cromwell":  api.create(cromwellTask(bucket)),
 		"snakemake": api.create(snakemakeTask(dir)),
 		"writes":    api.create(scratchTask(bucket, "scratch")),
 	}
@@ -441,12 +471,14 @@ func engineRun(t *testing.T, uid string, config func(*steps.Config)) {
 		}
 	})
 	t.Run("cromwell", func(t *testing.T) {
-		want(t, "calls/upper/rc", "0\n")
-		want(t, "calls/upper/upper.txt", strings.ToUpper(words))
-		want(t, "calls/upper/stdout", "counted 3 lines\n")
-		want(t, "calls/upper/stderr", "")
-		want(t, "calls/upper/script", cromwellScript)
-		want(t, "calls/upper/glob-5e8c/whoami", uid+"\n")
+		exec := cromwellCall + "/execution/"
+		want(t, exec+"rc", "0\n")
+		want(t, exec+"upper.txt", strings.ToUpper(words))
+		want(t, exec+"stdout", "counted 3 lines\n")
+		want(t, exec+"stderr", "")
+		want(t, exec+"script", cromwellScript)
+		want(t, exec+"glob-5e8c/whoami", uid+"\n")
+		want(t, exec+"glob-5e8c.list", "whoami\n")
 	})
 	t.Run("snakemake", func(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(dir, "upper", "b.txt"))
