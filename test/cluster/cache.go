@@ -55,6 +55,7 @@ var keyFiles = []string{
 	"tools/cmd/etcd/main.go",
 	"tools-kwok/go.mod",
 	"tools-kwok/go.sum",
+	"tools-kwok/easycel.patch",
 	"tools-knative/go.mod",
 	"tools-knative/go.sum",
 	"tools-knative/cmd/apiserver_receive_adapter/main.go",

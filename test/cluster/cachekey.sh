@@ -7,7 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GO="${GO:-go}"
 {
 	cat "$here/tools/go.mod" "$here/tools/go.sum" "$here/tools/cmd/etcd/main.go" \
-		"$here/tools-kwok/go.mod" "$here/tools-kwok/go.sum" \
+		"$here/tools-kwok/go.mod" "$here/tools-kwok/go.sum" "$here/tools-kwok/easycel.patch" \
 		"$here/tools-knative/go.mod" "$here/tools-knative/go.sum" \
 		"$here/tools-knative/cmd/apiserver_receive_adapter/main.go" \
 		"$here/k8s-version-ldflags.sh"
