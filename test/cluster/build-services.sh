@@ -88,19 +88,7 @@ if has kube-network-policies; then
 	t0=$(date +%s)
 	# Upstream's module from the proxy, copied and patched; built through a
 	# copy of go.mod that replaces the module with the patched copy.
-	knp="sigs.k8s.io/kube-network-policies@$(cd "$here/tools-services" && "$GO" list -m -f '{{.Version}}' sigs.k8s.io/kube-network-policies)"
-	dir="$(cd "$here/tools-services" && "$GO" mod download -json "$knp" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-	[[ -d $dir/pkg/networkpolicy ]] || { echo "no pkg/networkpolicy in $knp ($dir)" >&2; exit 1; }
-	cp -R "$dir" "$tmp/kube-network-policies"
-	chmod -R u+w "$tmp/kube-network-policies"
-	if command -v patch >/dev/null; then
-		patch -s -p1 -d "$tmp/kube-network-policies" <"$here/tools-services/kube-network-policies.patch"
-	else
-		(cd "$tmp/kube-network-policies" && GIT_CEILING_DIRECTORIES="$tmp" git apply -p1 "$here/tools-services/kube-network-policies.patch")
-	fi
-	cp "$here/tools-services/go.mod" "$tmp/go.mod"
-	cp "$here/tools-services/go.sum" "$tmp/go.sum"
-	printf '\nreplace sigs.k8s.io/kube-network-policies => %s\n' "$tmp/kube-network-policies" >>"$tmp/go.mod"
+	GO="$GO" "$here/patchmod.sh" "$here/tools-services" sigs.k8s.io/kube-network-policies "$here/tools-services/kube-network-policies.patch" "$tmp" "$tmp/go.mod"
 	(cd "$here/tools-services" && "$GO" build "${flags[@]}" -modfile "$tmp/go.mod" -o "$out/" ./cmd/kube-network-policies)
 	mv -f "$out/kube-network-policies" "$cache/bin/kube-network-policies"
 	echo "  kube-network-policies: $(($(date +%s) - t0))s"

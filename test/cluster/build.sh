@@ -68,19 +68,7 @@ if ((missing)); then
 	# kwok through a copy of go.mod that replaces easycel with a copy of it
 	# patched with tools-kwok/easycel.patch (its type caches made safe for
 	# kwok's concurrent controllers).
-	easycel="github.com/wzshiming/easycel@$(cd "$here/tools-kwok" && "$GO" list -m -f '{{.Version}}' github.com/wzshiming/easycel)"
-	dir="$(cd "$here/tools-kwok" && "$GO" mod download -json "$easycel" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-	[[ -f $dir/types.go ]] || { echo "no types.go in $easycel ($dir)" >&2; exit 1; }
-	cp -R "$dir" "$tmp/easycel"
-	chmod -R u+w "$tmp/easycel"
-	if command -v patch >/dev/null; then
-		patch -s -p1 -d "$tmp/easycel" <"$here/tools-kwok/easycel.patch"
-	else
-		(cd "$tmp/easycel" && GIT_CEILING_DIRECTORIES="$tmp" git apply -p1 "$here/tools-kwok/easycel.patch")
-	fi
-	cp "$here/tools-kwok/go.mod" "$tmp/kwok.mod"
-	cp "$here/tools-kwok/go.sum" "$tmp/kwok.sum"
-	printf '\nreplace github.com/wzshiming/easycel => %s\n' "$tmp/easycel" >>"$tmp/kwok.mod"
+	GO="$GO" "$here/patchmod.sh" "$here/tools-kwok" github.com/wzshiming/easycel "$here/tools-kwok/easycel.patch" "$tmp" "$tmp/kwok.mod"
 	(cd "$here/tools-kwok" && "$GO" build "${flags[@]}" -modfile "$tmp/kwok.mod" -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok)
 	echo "  kwok: $(($(date +%s) - t0))s"
 	mkdir -p "$cache/bin"
