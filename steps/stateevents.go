@@ -92,8 +92,9 @@ func stateChanges(anchor metav1.ObjectMeta, plan Plan) (started *StateChange, en
 	if tesv1.IsFinal(at) {
 		return nil, nil // an ended task never moves again
 	}
+	owner, notify := ownerOf(anchor), taskmeta.NotifyURLOf(anchor)
 	change := func(next, reason string) StateChange {
-		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: ownerOf(anchor), Old: at, New: next, Reason: reason, NotifyURL: taskmeta.NotifyURLOf(anchor)}
+		ch := StateChange{Namespace: anchor.Namespace, Task: anchor.Name, Owner: owner, Old: at, New: next, Reason: reason, NotifyURL: notify}
 		at = next
 		return ch
 	}

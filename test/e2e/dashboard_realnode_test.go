@@ -12,7 +12,6 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
-	"github.com/elixir-cloud-aai/tesk-knative/test/s3server"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -26,15 +25,7 @@ import (
 func TestRealNodeDashboard(t *testing.T) {
 	ctx := context.Background()
 	e := newRealEnv(t, 60*time.Second, nil)
-	srv, err := s3server.StartOn(e.c.RealNode().HostIP)
-	if err != nil {
-		t.Fatalf("S3 server: %v", err)
-	}
-	defer srv.Stop()
-	if err := srv.CreateBucket(ctx, "results"); err != nil {
-		t.Fatal(err)
-	}
-	e.awsSecret(srv)
+	srv, _ := engineS3(t, e, "results")
 	api := newTESAPIDashboard(t, e, e.url, tesAPIOptions{Dashboard: dashboard.Config{API: tes.BasePath}, LogTailBytes: 4096})
 	b := browser(t)
 
