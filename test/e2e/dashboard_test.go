@@ -191,7 +191,14 @@ func (p *page) click(sel string) {
 func (p *page) screenshot(name string, width, height int64) {
 	p.t.Helper()
 	p.run("window size", chromedp.EmulateViewport(width, height))
-	time.Sleep(300 * time.Millisecond)
+	p.waitFor("the window's new size", fmt.Sprintf(`window.innerWidth === %d && window.innerHeight === %d`, width, height), 10*time.Second)
+	// Two frames drawn at that size.
+	fctx, fcancel := context.WithTimeout(p.ctx, 10*time.Second)
+	_, err := chromedp.Run(fctx, chromedp.Evaluate[string](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r('drawn'))))`, chromedp.EvalAwaitPromise))
+	fcancel()
+	if err != nil {
+		p.t.Fatalf("screenshot: the frames at %dx%d: %v", width, height, err)
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 	defer cancel()
 	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
@@ -433,9 +440,14 @@ func TestDashboardCancel(t *testing.T) {
 	p.waitFor("the running task", `document.querySelector('.taskhead .state[data-state="RUNNING"]')`, 30*time.Second)
 	p.click("#cancel")
 	p.waitFor("the confirmation", `document.querySelector('#cancel-yes')`, 10*time.Second)
-	// Keeping it running changes nothing.
+	// Keeping it running changes nothing: the dialog closes and the page
+	// sends no request but GETs.
+	p.str(`(() => { window.sent = []; const f = window.fetch; window.fetch = (u, o) => { sent.push(((o && o.method) || 'GET') + ' ' + u); return f(u, o); }; })()`)
 	p.click("#cancel-no")
-	time.Sleep(500 * time.Millisecond)
+	p.waitFor("the dialog to close", `!document.querySelector('#cancel-yes')`, 10*time.Second)
+	if sent := p.str(`sent.filter(r => !r.startsWith('GET ')).join(', ')`); sent != "" {
+		t.Errorf("after 'keep it running' the page sent %s", sent)
+	}
 	if s := api.get(id, tesv1.ViewMinimal)["state"]; s != tesv1.StateRunning {
 		t.Fatalf("after 'keep it running': %v", s)
 	}

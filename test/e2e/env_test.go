@@ -114,6 +114,10 @@ type env struct {
 	srv     *server.Server
 	adapter *cluster.Adapter
 	posted  atomic.Int64
+	// delivered is what the adapter delivered (see settle); nil without
+	// an adapter.
+	delivered *deliveries
+	markers   atomic.Int64
 }
 
 type envOptions struct {
@@ -182,12 +186,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	t.Cleanup(hs.Close)
 	e.url = hs.URL
 	if !o.noAdapter {
-		sink := hs.URL
+		inner := h
 		if o.sink != nil {
-			ss := httptest.NewServer(o.sink(h))
-			t.Cleanup(ss.Close)
-			sink = ss.URL
+			inner = o.sink(h)
 		}
+		e.delivered = &deliveries{markers: map[string]bool{}}
+		ss := httptest.NewServer(e.delivered.track(inner))
+		t.Cleanup(ss.Close)
+		sink := ss.URL
 		// The adapter runs as the ApiServerSource's ServiceAccount, under
 		// its Role, as Knative runs it.
 		sa, err := devstack.SourceServiceAccount(config)
@@ -439,14 +445,29 @@ func (e *env) watchJobAdds() *jobAdds {
 	return a
 }
 
+// snapshot is how many times each Job was created, settle's markers left
+// out.
 func (a *jobAdds) snapshot() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(map[string]int, len(a.counts))
 	for k, v := range a.counts {
-		out[k] = v
+		if !strings.HasPrefix(k, markerPrefix) {
+			out[k] = v
+		}
 	}
 	return out
+}
+
+// through waits until the watch has seen the marker Job settle created: it
+// has then seen every Job created before it.
+func (a *jobAdds) through(e *env, marker string) {
+	e.t.Helper()
+	e.waitFor("the job watch to see "+marker, 30*time.Second, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.counts[marker] > 0
+	})
 }
 
 func readAll(r *http.Request) []byte {

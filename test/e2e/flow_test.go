@@ -129,7 +129,9 @@ func TestDuplicateEventsCreateNothingTwice(t *testing.T) {
 	e.submit(task, spec)
 	e.submit(task, spec)
 	e.waitState(task, tesv1.StateComplete, taskTimeout)
-	time.Sleep(time.Second) // late duplicates
+	// Late duplicates: every event before the task's end handled, and
+	// seen by the watch.
+	adds.through(e, e.settle())
 	want := []string{task + "-inputs-filer", task + "-ex-00", task + "-ex-01", task + "-outputs-filer"}
 	got := adds.snapshot()
 	for _, name := range want {
@@ -160,7 +162,7 @@ func TestDeletedJobIsNotRecreated(t *testing.T) {
 		t.Errorf("system_logs %v should say the job was deleted", v.Logs[0].SystemLogs)
 	}
 	e.sweep()
-	time.Sleep(time.Second)
+	adds.through(e, e.settle())
 	if _, err := e.job(name); !apierrors.IsNotFound(err) {
 		t.Errorf("the deleted job exists again: %v", err)
 	}
@@ -243,7 +245,7 @@ func TestWildcardAtRootIsRefused(t *testing.T) {
 	if !strings.Contains(strings.Join(v.Logs[0].SystemLogs, " "), "first component") {
 		t.Errorf("system_logs %v should say why", v.Logs[0].SystemLogs)
 	}
-	time.Sleep(time.Second)
+	e.settle()
 	if names := e.jobNames(task); len(names) != 0 {
 		t.Errorf("jobs created for a refused task: %v", names)
 	}

@@ -272,7 +272,7 @@ func TestCancelBeforeFirstJob(t *testing.T) {
 		t.Fatalf("task.submitted: %d %s", code, body)
 	}
 	e.waitState(task, tesv1.StateCanceled, 10*time.Second)
-	time.Sleep(time.Second)
+	e.settle()
 	if names := e.jobNames(task); len(names) != 0 {
 		t.Errorf("jobs created for a cancelled task: %v", names)
 	}
@@ -295,7 +295,7 @@ func TestSweepCatchesLostEvent(t *testing.T) {
 		j, err := e.job(task + "-ex-00")
 		return err == nil && taskmeta.StatusOf(j) == taskmeta.JobComplete
 	})
-	time.Sleep(time.Second)
+	e.idle()
 	if _, err := e.job(task + "-ex-01"); !apierrors.IsNotFound(err) {
 		t.Fatalf("the next executor started without an event: %v", err)
 	}
