@@ -416,7 +416,8 @@ func benchSteps(ctx context.Context, c *cluster.Cluster, trust bool) error {
 			reqs = append(reqs, s.requests)
 		}
 		fmt.Printf("  %-42s n=%-5d time %s  requests %s\n", k, len(ss), pct(ds), ipct(reqs))
-		f := EventFigure{N: len(ss), P50: median(ds), Requests: medianInt(reqs)}
+		f := figureOf(ds)
+		f.Requests = medianInt(reqs)
 		switch k {
 		case kindCreateNext:
 			stepSum.CreateNext = f
@@ -545,7 +546,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 			figures.sweepRequests = map[int]int64{}
 		}
 		figures.sweepRequests[n] = medianInt(reqs)
-		sum.Sweeps = append(sum.Sweeps, SweepSummary{Tasks: n, InProcess: median(ds), Requests: medianInt(reqs)})
+		sum.Sweeps = append(sum.Sweeps, SweepSummary{Tasks: n, InProcess: figureOf(ds), Requests: medianInt(reqs)})
 		fmt.Printf("  %6d tasks: sweep %s  API requests %s  tasks stepped %s  allocated MiB %s\n", n, pct(ds), ipct(reqs), ipct(lists), ipct(heap))
 		if err := sweepHandlerProcess(c, ns, n); err != nil {
 			return 0, err
@@ -709,7 +710,7 @@ func benchColdStart(ctx context.Context, c *cluster.Cluster) error {
 		ds = append(ds, d)
 	}
 	p := pcts(ds)
-	sum.Cold = &ColdStartSummary{Starts: len(ds), P50: p.P50, P90: p.P90}
+	sum.Cold = &ColdStartSummary{Starts: len(ds), P50: p.P50, P90: p.P90, Min: p.Min, Max: p.Max}
 	fmt.Printf("== Cold start: exec of bin/handler to /readyz answering 200, %d starts\n  %s\n", len(ds), pct(ds))
 	return nil
 }
@@ -775,7 +776,7 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 	for i := range sum.Sweeps {
 		if sum.Sweeps[i].Tasks == n {
 			sw := &sum.Sweeps[i]
-			sw.Process, sw.ReadyKiB, sw.PeakKiB, sw.ProcessMeasured = median(ds), startRSS, peak, true
+			sw.Process, sw.ReadyKiB, sw.PeakKiB, sw.ProcessMeasured = figureOf(ds), startRSS, peak, true
 		}
 	}
 	fmt.Printf("  %6d tasks, bin/handler as a process: sweep %s  RSS at ready %.1f MB, peak %.1f MB\n", n, pct(ds), float64(startRSS)/1024, float64(peak)/1024)

@@ -34,26 +34,58 @@ type Summary struct {
 	Cold     *ColdStartSummary
 }
 
-// Pcts are percentiles of a set of durations.
+// Pcts are percentiles of a set of durations, with its extremes.
 type Pcts struct {
 	N             int
 	P50, P90, P99 time.Duration
+	Min, Max      time.Duration
 }
 
 func pcts(ds []time.Duration) Pcts {
 	s := sortedDurations(ds)
-	return Pcts{N: len(s), P50: benchkit.Percentile(s, 0.5), P90: benchkit.Percentile(s, 0.9), P99: benchkit.Percentile(s, 0.99)}
+	if len(s) == 0 {
+		return Pcts{}
+	}
+	return Pcts{N: len(s), P50: benchkit.Percentile(s, 0.5), P90: benchkit.Percentile(s, 0.9), P99: benchkit.Percentile(s, 0.99), Min: s[0], Max: s[len(s)-1]}
 }
 
-// EventFigure is the median time of a kind of event (or request) and its
-// median count of API requests.
+// EventFigure is the median time of a kind of event (or request), with
+// the count and the extremes of its samples, and its median count of API
+// requests.
 type EventFigure struct {
 	N        int
 	P50      time.Duration
+	Min, Max time.Duration
 	Requests int64
 	// KiB is the median of the KiB read, where it is measured.
 	KiB int64
 }
+
+// figureOf is the figure of a set of durations (requests and KiB apart).
+func figureOf(ds []time.Duration) EventFigure {
+	p := pcts(ds)
+	return EventFigure{N: p.N, P50: p.P50, Min: p.Min, Max: p.Max}
+}
+
+// central states a set of n durations: its p50 and count from 100 samples
+// up; below, its median and count with its extremes (a p90 or p99 of
+// fewer samples would be their maximum); the median and count alone where
+// the extremes were not recorded, and "p50" alone where the count was not
+// (runs recorded before either was).
+func central(n int, p50, lo, hi time.Duration) string {
+	switch {
+	case n == 0:
+		return "p50 " + msText(p50)
+	case n >= 100:
+		return fmt.Sprintf("p50 %s of %s", msText(p50), num(n))
+	case lo == 0 && hi == 0:
+		return fmt.Sprintf("median %s of %d", msText(p50), n)
+	}
+	return fmt.Sprintf("median %s of %d (min %s, max %s)", msText(p50), n, msText(lo), msText(hi))
+}
+
+// Text is the figure's time as central states it.
+func (e EventFigure) Text() string { return central(e.N, e.P50, e.Min, e.Max) }
 
 // StepsSummary: tasks through the adapter into the handler.
 type StepsSummary struct {
@@ -80,9 +112,9 @@ type BaselineSummary struct {
 // bin/handler as a process.
 type SweepSummary struct {
 	Tasks              int
-	InProcess, Process time.Duration // p50
-	Requests           int64         // median per sweep
-	ReadyKiB, PeakKiB  int64         // bin/handler's RSS at ready and peak
+	InProcess, Process EventFigure // the sweeps' times
+	Requests           int64       // median per sweep
+	ReadyKiB, PeakKiB  int64       // bin/handler's RSS at ready and peak
 	// ProcessMeasured: bin/handler swept, Process and the RSS are set.
 	ProcessMeasured bool
 }
@@ -115,6 +147,7 @@ type TESPageSummary struct {
 type ColdStartSummary struct {
 	Starts   int
 	P50, P90 time.Duration
+	Min, Max time.Duration
 }
 
 // Block is a part of a document that the program writes, between two
@@ -195,19 +228,19 @@ func (s *Summary) Markdown() string {
 		var counts, inProc, reqs, proc, ready, peak []string
 		for _, sw := range s.Sweeps {
 			counts = append(counts, num(sw.Tasks))
-			inProc = append(inProc, msText(sw.InProcess))
+			inProc = append(inProc, sw.InProcess.Text())
 			reqs = append(reqs, strconv.FormatInt(sw.Requests, 10))
 			if sw.ProcessMeasured {
-				proc = append(proc, msText(sw.Process))
+				proc = append(proc, sw.Process.Text())
 				ready = append(ready, mb(sw.ReadyKiB))
 				peak = append(peak, mb(sw.PeakKiB))
 			}
 		}
 		rows = append(rows, [2]string{"sweep over " + strings.Join(counts, " / ") + " waiting tasks, in process",
-			"p50 " + strings.Join(inProc, " / ") + "; " + strings.Join(reqs, " / ") + " LIST requests"})
+			strings.Join(inProc, " / ") + "; " + strings.Join(reqs, " / ") + " LIST requests"})
 		if len(proc) == len(s.Sweeps) {
 			rows = append(rows, [2]string{"same, bin/handler as a process",
-				"p50 " + strings.Join(proc, " / ") + "; RSS at ready " + strings.Join(oneIfSame(ready), " / ") + " MB, peak " + strings.Join(peak, " / ") + " MB"})
+				strings.Join(proc, " / ") + "; RSS at ready " + strings.Join(oneIfSame(ready), " / ") + " MB, peak " + strings.Join(peak, " / ") + " MB"})
 		}
 	}
 	if l := s.Load; l != nil {
@@ -216,7 +249,7 @@ func (s *Summary) Markdown() string {
 				num(math.Round(l.NothingDue)), plural(l.NothingDueReqs, "request"), num(math.Round(l.Ignored)), plural(l.IgnoredReqs, "request"))})
 	}
 	if t := s.TES; t != nil {
-		get := fmt.Sprintf("get MINIMAL p50 %s, FULL p50 %s (%s each)", msText(t.GetMinimal.P50), msText(t.GetFull.P50), plural(float64(t.GetFull.Requests), "request"))
+		get := fmt.Sprintf("get MINIMAL %s, FULL %s (%s each)", t.GetMinimal.Text(), t.GetFull.Text(), plural(float64(t.GetFull.Requests), "request"))
 		if t.GetMinimal.Requests != t.GetFull.Requests {
 			get = fmt.Sprintf("get MINIMAL %s, FULL %s", eventText(t.GetMinimal, "request"), eventText(t.GetFull, "request"))
 		}
@@ -224,14 +257,14 @@ func (s *Summary) Markdown() string {
 			fmt.Sprintf("create %s; %s; list of 256 MINIMAL %s", eventText(t.Create, "request"), get, eventText(t.ListMinimal, "request"))})
 	}
 	for _, p := range s.TESPages {
-		f := fmt.Sprintf("MINIMAL p50 %s (%s, %s KiB read); BASIC p50 %s (%s, %s KiB)",
-			msText(p.Minimal.P50), plural(float64(p.Minimal.Requests), "request"), num(p.Minimal.KiB),
-			msText(p.Basic.P50), plural(float64(p.Basic.Requests), "request"), num(p.Basic.KiB))
+		f := fmt.Sprintf("MINIMAL %s (%s, %s KiB read); BASIC %s (%s, %s KiB)",
+			p.Minimal.Text(), plural(float64(p.Minimal.Requests), "request"), num(p.Minimal.KiB),
+			p.Basic.Text(), plural(float64(p.Basic.Requests), "request"), num(p.Basic.KiB))
 		if p.Later.N > 0 {
-			f += fmt.Sprintf("; the %d pages after the first, MINIMAL p50 %s (%s, %s KiB)", p.Later.N, msText(p.Later.P50), plural(float64(p.Later.Requests), "request"), num(p.Later.KiB))
+			f += fmt.Sprintf("; the pages after the first, MINIMAL %s (%s, %s KiB)", p.Later.Text(), plural(float64(p.Later.Requests), "request"), num(p.Later.KiB))
 		}
 		if p.Filtered.N > 0 {
-			f += fmt.Sprintf("; a tag filter, p50 %s (%s, %s KiB)", msText(p.Filtered.P50), plural(float64(p.Filtered.Requests), "request"), num(p.Filtered.KiB))
+			f += fmt.Sprintf("; a tag filter, %s (%s, %s KiB)", p.Filtered.Text(), plural(float64(p.Filtered.Requests), "request"), num(p.Filtered.KiB))
 		}
 		if p.AllocKiB > 0 {
 			f += fmt.Sprintf("; %s KiB allocated a MINIMAL page", num(p.AllocKiB))
@@ -240,7 +273,7 @@ func (s *Summary) Markdown() string {
 	}
 	if c := s.Cold; c != nil {
 		rows = append(rows, [2]string{fmt.Sprintf("cold start, exec of bin/handler to `/readyz` 200, %d starts", c.Starts),
-			fmt.Sprintf("p50 %s, p90 %s", msText(c.P50), msText(c.P90))})
+			c.text()})
 	}
 	if len(rows) > 0 {
 		b.WriteString("\n### Sweep, load, TES API, cold start\n\n| what | figure |\n|---|---|\n")
@@ -267,13 +300,16 @@ func (s *Summary) Headline() string {
 	row := func(what, figure string) { fmt.Fprintf(&b, "| %s | %s |\n", what, figure) }
 	if st := s.Steps; st != nil {
 		f := fmt.Sprintf("p50 %s, p99 %s", msText(st.Gap.P50), msText(st.Gap.P99))
+		if st.Gap.N < 100 && st.Gap.Max > 0 {
+			f = central(st.Gap.N, st.Gap.P50, st.Gap.Min, st.Gap.Max)
+		}
 		if bl := s.Baseline; bl != nil && bl.Gap.N > 0 && st.Gap.P50 > 0 {
 			f += fmt.Sprintf("; the polling baseline (a poller per task, as TESK's taskmaster) p50 %s, %s× the handler's p50",
 				msText(bl.Gap.P50), num(ratio(float64(bl.Gap.P50), float64(st.Gap.P50))))
 		}
 		row(fmt.Sprintf("step gap: a job's terminal condition → the next job created, %s steps", num(st.Gap.N)), f)
-		row("handler time of a step that creates the next job", fmt.Sprintf("p50 %s (%s made within the step; the Kubernetes Events it records in the background are not counted)",
-			msText(st.CreateNext.P50), plural(float64(st.CreateNext.Requests), "API request")))
+		row("handler time of a step that creates the next job", fmt.Sprintf("%s (%s made within the step; the Kubernetes Events it records in the background are not counted)",
+			st.CreateNext.Text(), plural(float64(st.CreateNext.Requests), "API request")))
 	}
 	if bl := s.Baseline; bl != nil && bl.Pollers > 0 && len(s.Sweeps) > 0 {
 		var counts, handler, ratios []string
@@ -291,31 +327,31 @@ func (s *Summary) Headline() string {
 	for _, sw := range s.Sweeps {
 		if sw.ProcessMeasured {
 			counts = append(counts, num(sw.Tasks))
-			proc = append(proc, msText(sw.Process))
+			proc = append(proc, sw.Process.Text())
 			peak = append(peak, mb(sw.PeakKiB))
 		}
 	}
 	if len(counts) > 0 {
 		row("sweep over "+strings.Join(counts, " / ")+" waiting tasks, bin/handler as a process",
-			"p50 "+strings.Join(proc, " / ")+"; peak RSS "+strings.Join(peak, " / ")+" MB")
+			strings.Join(proc, " / ")+"; peak RSS "+strings.Join(peak, " / ")+" MB")
 	}
 	if l := s.Load; l != nil {
 		row(fmt.Sprintf("one handler, %d concurrent senders", l.Senders),
 			fmt.Sprintf("%s events/s that read the task, %s ignored events/s", num(math.Round(l.NothingDue)), num(math.Round(l.Ignored))))
 	}
 	if t := s.TES; t != nil {
-		f := fmt.Sprintf("create p50 %s; get p50 %s (MINIMAL), %s (FULL)", msText(t.Create.P50), msText(t.GetMinimal.P50), msText(t.GetFull.P50))
+		f := fmt.Sprintf("create %s; get %s (MINIMAL), %s (FULL)", t.Create.Text(), t.GetMinimal.Text(), t.GetFull.Text())
 		if len(s.TESPages) > 0 {
 			var tasks, p50s []string
 			for _, p := range s.TESPages {
-				tasks, p50s = append(tasks, num(p.Tasks)), append(p50s, msText(p.Minimal.P50))
+				tasks, p50s = append(tasks, num(p.Tasks)), append(p50s, p.Minimal.Text())
 			}
-			f += fmt.Sprintf("; a page of 256 in %s tasks p50 %s (MINIMAL)", strings.Join(tasks, " / "), strings.Join(p50s, " / "))
+			f += fmt.Sprintf("; a page of 256 in %s tasks %s (MINIMAL)", strings.Join(tasks, " / "), strings.Join(p50s, " / "))
 		}
 		row("TES API", f)
 	}
 	if c := s.Cold; c != nil {
-		row("cold start, exec of bin/handler to `/readyz` 200", "p50 "+msText(c.P50))
+		row("cold start, exec of bin/handler to `/readyz` 200", c.headline())
 	}
 	b.WriteString(HeadlineBlock.End + "\n")
 	return b.String()
@@ -425,12 +461,35 @@ func stepsCount(n int, bl *BaselineSummary) string {
 	return num(n) + " steps"
 }
 
+// pctsText gives percentiles from 100 samples up, and below the median
+// with the extremes, where they were recorded.
 func pctsText(p Pcts) string {
+	if p.N > 0 && p.N < 100 && p.Max > 0 {
+		return central(p.N, p.P50, p.Min, p.Max)
+	}
 	return fmt.Sprintf("p50 %s, p90 %s, p99 %s", msText(p.P50), msText(p.P90), msText(p.P99))
 }
 
 func eventText(e EventFigure, unit string) string {
-	return fmt.Sprintf("p50 %s (%s)", msText(e.P50), plural(float64(e.Requests), unit))
+	return fmt.Sprintf("%s (%s)", e.Text(), plural(float64(e.Requests), unit))
+}
+
+// text is the cold starts as central states them, or their p50 and p90
+// where the extremes were not recorded.
+func (c *ColdStartSummary) text() string {
+	if c.Max == 0 {
+		return fmt.Sprintf("p50 %s, p90 %s", msText(c.P50), msText(c.P90))
+	}
+	return central(c.Starts, c.P50, c.Min, c.Max)
+}
+
+// headline is the cold starts' median, with their count and extremes
+// where recorded.
+func (c *ColdStartSummary) headline() string {
+	if c.Max == 0 {
+		return "p50 " + msText(c.P50)
+	}
+	return central(c.Starts, c.P50, c.Min, c.Max)
 }
 
 // msText is a duration in milliseconds with one decimal and thousands
