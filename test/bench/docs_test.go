@@ -25,7 +25,7 @@ func readDoc(t *testing.T, name string) string {
 
 // runLine is how a summary starts: the run's date and time, machine, load
 // and command.
-var runLine = regexp.MustCompile(`Run of \d{4}-\d{2}-\d{2} \d{2}:\d{2}((–| – \d{4}-\d{2}-\d{2} )\d{2}:\d{2})? UTC, \d+ cores, Go [0-9.]+, load average [0-9.]+(–[0-9.]+)?, ` + "`" + `[^` + "`" + `]+` + "`" + `\.`)
+var runLine = regexp.MustCompile(`Run of \d{4}-\d{2}-\d{2} \d{2}:\d{2}((–| – \d{4}-\d{2}-\d{2} )\d{2}:\d{2})? UTC( at [0-9a-f]{7,}(-dirty)?)?, \d+ cores, Go [0-9.]+, load average [0-9.]+(–[0-9.]+)?, ` + "`" + `[^` + "`" + `]+` + "`" + `\.`)
 
 // BENCHMARKS.md holds the block of one run, as the program writes it, so
 // that make bench can replace it.

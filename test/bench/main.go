@@ -74,7 +74,7 @@ func run() error {
 	ctx := context.Background()
 	fmt.Printf("machine: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
 	begin := time.Now()
-	sum = Summary{Start: begin, Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Command: commandLine()}
+	sum = Summary{Start: begin, Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Command: commandLine(), Commit: checkoutCommit()}
 	stopLoad, err := sampleLoad(&sum, 10*time.Second)
 	if err != nil {
 		return err
@@ -113,6 +113,20 @@ func commandLine() string {
 		return "`make bench`"
 	}
 	return "`" + strings.Join(append([]string{"go run ./test/bench"}, args...), " ") + "`"
+}
+
+// checkoutCommit is the commit the benchmark runs, "-dirty" if the
+// checkout has changes not committed; "" outside a git checkout.
+func checkoutCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	commit := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		commit += "-dirty"
+	}
+	return commit
 }
 
 // sampleLoad records the 1-minute load average now and every interval

@@ -24,6 +24,9 @@ type Summary struct {
 	LoadMin, LoadMax float64
 	// Command is how the run was started.
 	Command string
+	// Commit is the checkout's commit ("-dirty" with changes not
+	// committed); "" where not recorded.
+	Commit string
 
 	Steps    *StepsSummary
 	Baseline *BaselineSummary
@@ -287,7 +290,11 @@ func (s *Summary) Markdown() string {
 
 // runLine is the run's date and time, machine, load and command.
 func (s *Summary) runLine() string {
-	return fmt.Sprintf("%s, %d cores, %s, load average %s, %s", span(s.Start, s.End), s.Cores, goVersion(s.GoVersion), loadRange(s.LoadMin, s.LoadMax), s.Command)
+	at := ""
+	if s.Commit != "" {
+		at = " at " + s.Commit
+	}
+	return fmt.Sprintf("%s%s, %d cores, %s, load average %s, %s", span(s.Start, s.End), at, s.Cores, goVersion(s.GoVersion), loadRange(s.LoadMin, s.LoadMax), s.Command)
 }
 
 // Headline renders the figures README.md quotes from the run, with the
