@@ -33,6 +33,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
@@ -252,16 +253,11 @@ func newInstrumented(ctx context.Context, c *cluster.Cluster, ns string, cfg ste
 	if err := setupNamespace(ctx, c, ns); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ns, "tesk-handler")
-	if err != nil {
-		return nil, err
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	rc, err := serviceAccountConfig(ctx, c, ns, devstack.HandlerRole)
 	if err != nil {
 		return nil, err
 	}
 	in := &instrumented{byKind: map[string][]sample{}}
-	rc.QPS, rc.Burst = 500, 1000
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, total: &in.requests} })
 	cfg.Namespace = ns
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
@@ -272,6 +268,21 @@ func newInstrumented(ctx context.Context, c *cluster.Cluster, ns string, cfg ste
 	in.srv = srv
 	in.echo = srv.Echo()
 	return in, nil
+}
+
+// serviceAccountConfig is a client configuration of a ServiceAccount of
+// ns, with room for the benchmarks' bursts of requests.
+func serviceAccountConfig(ctx context.Context, c *cluster.Cluster, ns, sa string) (*rest.Config, error) {
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ns, sa)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = 500, 1000
+	return rc, nil
 }
 
 // ServeHTTP times each event and counts its API requests, by what it did.

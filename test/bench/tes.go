@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -74,15 +73,10 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 	if err := devstack.ApplyTESRBAC(ctx, c, filepath.Join("config", "knative", "tes-rbac.yaml"), ns); err != nil {
 		return err
 	}
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ns, devstack.TESRole)
+	rc, err := serviceAccountConfig(ctx, c, ns, devstack.TESRole)
 	if err != nil {
 		return err
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	rc.QPS, rc.Burst = 500, 1000
 	counter := &apiCounter{}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	client, err := kubernetes.NewForConfig(rc)

@@ -12,7 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -40,15 +39,10 @@ func runTESTasks(ctx context.Context, c *cluster.Cluster, ns string, ids []strin
 	if err := c.SetNamespaceLogs(ctx, ns, ranLog); err != nil {
 		return err
 	}
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ns, devstack.HandlerRole)
+	rc, err := serviceAccountConfig(ctx, c, ns, devstack.HandlerRole)
 	if err != nil {
 		return err
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	rc.QPS, rc.Burst = 500, 1000
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = ns
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
