@@ -359,15 +359,20 @@ func TestRealNodeWorkflowEngines(t *testing.T) {
 		cfg  func(*steps.Config)
 	}{
 		{"root image", "0", nil},
-		{"numbered user", "1234", func(c *steps.Config) {
-			yes := true
-			uid := int64(engineUID)
-			c.ExecutorSecurityContext = steps.DefaultExecutorSecurityContext()
-			c.ExecutorSecurityContext.RunAsNonRoot, c.ExecutorSecurityContext.RunAsUser, c.ExecutorSecurityContext.RunAsGroup = &yes, &uid, &uid
-		}},
+		{"numbered user", "1234", confinedToEngineUID},
 	} {
 		t.Run(run.name, func(t *testing.T) { engineRun(t, run.uid, run.cfg) })
 	}
+}
+
+// confinedToEngineUID confines the executors to user and group engineUID,
+// as an operator whose namespace enforces Pod Security's restricted
+// profile does.
+func confinedToEngineUID(c *steps.Config) {
+	yes := true
+	uid := int64(engineUID)
+	c.ExecutorSecurityContext = steps.DefaultExecutorSecurityContext()
+	c.ExecutorSecurityContext.RunAsNonRoot, c.ExecutorSecurityContext.RunAsUser, c.ExecutorSecurityContext.RunAsGroup = &yes, &uid, &uid
 }
 
 func engineRun(t *testing.T, uid string, config func(*steps.Config)) {

@@ -206,7 +206,15 @@ func funnelExamples(dir, bucket string) map[string]string {
 	}
 }
 
+// The engines' shapes on the real node, with executors as the images'
+// users (root here) and confined to a numbered user, as
+// TestRealNodeWorkflowEngines runs its tasks.
 func TestRealNodeEngineShapes(t *testing.T) {
+	t.Run("root image", func(t *testing.T) { shapesRun(t, nil) })
+	t.Run("numbered user", func(t *testing.T) { shapesRun(t, confinedToEngineUID) })
+}
+
+func shapesRun(t *testing.T, config func(*steps.Config)) {
 	ctx := context.Background()
 	dir := transferDir(t)
 	var node string
@@ -215,6 +223,9 @@ func TestRealNodeEngineShapes(t *testing.T) {
 		c.TransferPVCName, c.HostBasePath, c.ContainerBasePath = transferPVC, dir, dir
 		if ftp != nil {
 			c.FTPUsername, c.FTPPassword, c.FTPHosts = ftp.User, ftp.Pass, node
+		}
+		if config != nil {
+			config(c)
 		}
 	}
 	c := realNodeCluster(t)
@@ -228,16 +239,25 @@ func TestRealNodeEngineShapes(t *testing.T) {
 	bindTransfer(t, e, dir)
 	const bucket = "shapes"
 	srv, put := engineS3(t, e, bucket)
+	// local writes a file (or, for "/", a directory) in the transfer
+	// volume, its directories writable by any user as a site's transfer
+	// volume is for the users its filers run as.
 	local := func(rel, body string) {
 		t.Helper()
 		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		d := filepath.Dir(p)
+		if body == "/" {
+			d = p
+		}
+		if err := os.MkdirAll(d, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		if body == "/" {
-			if err := os.MkdirAll(p, 0o755); err != nil {
+		for c := d; c != dir; c = filepath.Dir(c) {
+			if err := os.Chmod(c, 0o777); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if body == "/" {
 			return
 		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
