@@ -48,8 +48,8 @@ import (
 // cancelled; a notifier behind a Trigger of its own, down for its first
 // minute, then receives each task's state changes, linked from QUEUED to
 // the final state GET showed and holding every state GET showed, each
-// final change within 2 minutes of GET showing it or of the Trigger's
-// retries reaching the notifier again, the median within a second; an
+// final change within 5 s of GET showing it or of the notifier coming
+// back, those of tasks that ended with it up a median within a second; an
 // uninstall leaves none of the release's objects behind.
 func TestChartOnKnative(t *testing.T) {
 	ctx := context.Background()
@@ -285,14 +285,20 @@ func TestChartOnKnative(t *testing.T) {
 	checkNotified(ctx, t, api, hooks, notified, hook)
 	refused, seen := recorder.Seen()
 	// The Trigger's retries reach the notifier some time after it is back
-	// (its backoff); from then on, a change comes as it is made.
+	// (its backoff: linear from 0.1 s, so seconds apart a minute on);
+	// from then on, a change comes as it is made.
 	resumed := seen[0].At
 	for _, r := range seen {
 		if r.At.Before(resumed) {
 			resumed = r.At
 		}
 	}
-	var lateness []time.Duration
+	back := recorder.Up()
+	// lateness is each final change's delay after GET showed it or the
+	// notifier came back; live, that of the tasks that ended with the
+	// notifier up (the handler's publication and the Broker's delivery
+	// alone, no retry).
+	var lateness, live []time.Duration
 	for _, f := range followed {
 		chain, at, _ := StateChain(seen, f.id, f.shown)
 		for _, r := range seen {
@@ -301,25 +307,28 @@ func TestChartOnKnative(t *testing.T) {
 			}
 		}
 		d := at.Sub(f.finalAt)
-		if f.finalAt.Before(resumed) {
-			d = at.Sub(resumed)
+		if f.finalAt.Before(back) {
+			d = at.Sub(back)
+		} else {
+			live = append(live, d)
 		}
 		lateness = append(lateness, d)
-		// Most come within a second; after the outage some come only with
-		// the Trigger's retries and the Broker's delivery of what waited
-		// (15.4 s and 38.6 s at most in two runs of 21 tasks): the Broker's
-		// part, not the handler's publication, which the median shows.
-		if d > 2*time.Minute {
-			t.Errorf("task %s: its final change reached the notifier %s after GET showed it (or the deliveries resumed)", f.id, d.Round(time.Millisecond))
+		// The handler's publication is answered at once (the channel's
+		// asynchronous delivery, broker.asyncDelivery), so no change waits
+		// for the sweep: each comes with the Trigger's next retry.
+		if d > 5*time.Second {
+			t.Errorf("task %s: its final change reached the notifier %s after GET showed it (or the notifier came back), want 5 s or less", f.id, d.Round(time.Millisecond))
 		}
-		t.Logf("task %s: GET showed %v; the notifier took %v, the final change %s after GET (or the deliveries resumed)", f.id, f.shown, chain, d.Round(time.Millisecond))
+		t.Logf("task %s: GET showed %v; the notifier took %v, the final change %s after GET (or the notifier came back)", f.id, f.shown, chain, d.Round(time.Millisecond))
 	}
 	slices.Sort(lateness)
-	if median := lateness[len(lateness)/2]; median > time.Second {
-		t.Errorf("the final changes reached the notifier a median %s after GET showed them or the deliveries resumed, want a second or less", median.Round(time.Millisecond))
+	slices.Sort(live)
+	if len(live) > 0 && live[len(live)/2] > time.Second {
+		t.Errorf("the final changes of the tasks that ended with the notifier up reached it a median %s after GET showed them, want a second or less", live[len(live)/2].Round(time.Millisecond))
 	}
-	t.Logf("the notifier refused %d deliveries in its minute down; the deliveries resumed %s after it came back; the final changes reached it at most %s after GET showed them or the deliveries resumed (median %s, %d tasks)",
-		refused, resumed.Sub(recorder.Up()).Round(time.Millisecond), lateness[len(lateness)-1].Round(time.Millisecond), lateness[len(lateness)/2].Round(time.Millisecond), len(lateness))
+	t.Logf("the notifier refused %d deliveries in its minute down; the deliveries resumed %s after it came back; the final changes reached it at most %s after GET showed them or the notifier came back (median %s, %d tasks; of the %d that ended with it up, median %s)",
+		refused, resumed.Sub(back).Round(time.Millisecond), lateness[len(lateness)-1].Round(time.Millisecond), lateness[len(lateness)/2].Round(time.Millisecond), len(lateness),
+		len(live), medianOf(live).Round(time.Millisecond))
 	if err := env.C.Dynamic.Resource(TriggerGVR).Namespace(platform).Delete(ctx, "test-task-states", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -660,4 +669,12 @@ func checkNotified(ctx context.Context, t *testing.T, api *TES, hooks *StateReco
 			t.Fatal(err)
 		}
 	}
+}
+
+// medianOf is the median of sorted durations, 0 for none.
+func medianOf(sorted []time.Duration) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[len(sorted)/2]
 }

@@ -111,7 +111,9 @@ func (e *Env) SubscribeStates(ctx context.Context, name, url string) error {
 			"broker":     "default",
 			"filter":     map[string]any{"attributes": map[string]any{"type": events.TypeTaskStateChanged}},
 			"subscriber": map[string]any{"uri": url},
-			"delivery":   map[string]any{"retry": int64(15), "backoffPolicy": "linear", "backoffDelay": "PT2S"},
+			// Linear from 0.1 s: the k-th retry k × 0.1 s after the one
+			// before, 3 minutes in all; a minute on, 3.5 s apart.
+			"delivery": map[string]any{"retry": int64(60), "backoffPolicy": "linear", "backoffDelay": "PT0.1S"},
 		},
 	}}
 	triggers := e.C.Dynamic.Resource(TriggerGVR).Namespace(e.Namespaces.Platform)
