@@ -114,8 +114,8 @@ func TestTemplateValues(t *testing.T) {
 		{"filer secrets named", map[string]any{"auth": none, "filer": map[string]any{
 			"s3": map[string]any{"existingSecret": "my-s3"}, "ftp": map[string]any{"existingSecret": "my-ftp"}, "netrc": map[string]any{"existingSecret": "my-netrc"}}},
 			[]string{`AWS_SECRET_NAME: "my-s3"`, `TESK_FTP_SECRET_NAME: "my-ftp"`, `NETRC_SECRET_NAME: "my-netrc"`}},
-		{"broker delivering as it sends", map[string]any{"auth": none, "broker": map[string]any{"asyncDelivery": false}},
-			[]string{`messaging.knative.dev/async-handler: "false"`}},
+		{"broker answering senders at once", map[string]any{"auth": none, "broker": map[string]any{"asyncDelivery": true}},
+			[]string{`messaging.knative.dev/async-handler: "true"`}},
 		{"broker", map[string]any{"auth": none, "broker": map[string]any{"class": "Kafka",
 			"config": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "kafka-broker-config", "namespace": "knative-eventing"},
 			"delivery": map[string]any{
