@@ -16,16 +16,20 @@ func sortedDurations(ds []time.Duration) []time.Duration {
 	return s
 }
 
-// pct describes a set of durations with its count: percentiles from 100
-// samples up, below that the minimum, median and maximum (a p99 of fewer
+// percentileSamples is the fewest samples whose percentiles are given;
+// fewer are given as their minimum, median and maximum (a p99 of fewer
 // samples is their maximum).
+const percentileSamples = 100
+
+// pct describes a set of durations with its count: percentiles from
+// percentileSamples up, below that the minimum, median and maximum.
 func pct(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "no samples"
 	}
 	s := sortedDurations(ds)
 	r := func(d time.Duration) string { return fmt.Sprintf("%.1fms", ms(d)) }
-	if len(s) < 100 {
+	if len(s) < percentileSamples {
 		return fmt.Sprintf("n=%d min %s median %s max %s", len(s), r(s[0]), r(benchkit.Percentile(s, 0.5)), r(s[len(s)-1]))
 	}
 	return fmt.Sprintf("n=%d p50 %s p90 %s p99 %s max %s", len(s), r(benchkit.Percentile(s, 0.5)), r(benchkit.Percentile(s, 0.9)), r(benchkit.Percentile(s, 0.99)), r(s[len(s)-1]))

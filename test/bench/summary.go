@@ -79,7 +79,7 @@ func central(n int, p50, lo, hi time.Duration) string {
 	switch {
 	case n == 0:
 		return "p50 " + msText(p50)
-	case n >= 100:
+	case n >= percentileSamples:
 		return fmt.Sprintf("p50 %s of %s", msText(p50), num(n))
 	case lo == 0 && hi == 0:
 		return fmt.Sprintf("median %s of %d", msText(p50), n)
@@ -307,7 +307,7 @@ func (s *Summary) Headline() string {
 	row := func(what, figure string) { fmt.Fprintf(&b, "| %s | %s |\n", what, figure) }
 	if st := s.Steps; st != nil {
 		f := fmt.Sprintf("p50 %s, p99 %s", msText(st.Gap.P50), msText(st.Gap.P99))
-		if st.Gap.N < 100 && st.Gap.Max > 0 {
+		if fewSamples(st.Gap) {
 			f = central(st.Gap.N, st.Gap.P50, st.Gap.Min, st.Gap.Max)
 		}
 		if bl := s.Baseline; bl != nil && bl.Gap.N > 0 && st.Gap.P50 > 0 {
@@ -468,10 +468,14 @@ func stepsCount(n int, bl *BaselineSummary) string {
 	return num(n) + " steps"
 }
 
+// fewSamples: p has fewer samples than percentiles need, and its extremes
+// are recorded.
+func fewSamples(p Pcts) bool { return p.N > 0 && p.N < percentileSamples && p.Max > 0 }
+
 // pctsText gives percentiles from 100 samples up, and below the median
 // with the extremes, where they were recorded.
 func pctsText(p Pcts) string {
-	if p.N > 0 && p.N < 100 && p.Max > 0 {
+	if fewSamples(p) {
 		return central(p.N, p.P50, p.Min, p.Max)
 	}
 	return fmt.Sprintf("p50 %s, p90 %s, p99 %s", msText(p.P50), msText(p.P90), msText(p.P99))
