@@ -16,8 +16,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
 	"github.com/elixir-cloud-aai/tesk-knative/test/ftpserver"
@@ -210,11 +212,12 @@ func funnelExamples(dir, bucket string) map[string]string {
 // users (root here) and confined to a numbered user, as
 // TestRealNodeWorkflowEngines runs its tasks.
 func TestRealNodeEngineShapes(t *testing.T) {
-	t.Run("root image", func(t *testing.T) { shapesRun(t, nil) })
-	t.Run("numbered user", func(t *testing.T) { shapesRun(t, confinedToEngineUID) })
+	t.Run("root image", func(t *testing.T) { shapesRun(t, 0, nil) })
+	t.Run("numbered user", func(t *testing.T) { shapesRun(t, engineUID, confinedToEngineUID) })
 }
 
-func shapesRun(t *testing.T, config func(*steps.Config)) {
+// shapesRun runs the shapes with the executors' user uid (0: the images').
+func shapesRun(t *testing.T, uid int64, config func(*steps.Config)) {
 	ctx := context.Background()
 	dir := transferDir(t)
 	var node string
@@ -491,6 +494,25 @@ func shapesRun(t *testing.T, config func(*steps.Config)) {
 			}
 			if got := api.get(id, "MINIMAL")["state"]; got != state {
 				t.Errorf("after the cancel: %v, want %s", got, state)
+			}
+		}
+	})
+	t.Run("executors' user", func(t *testing.T) {
+		jobs, err := e.c.Client.BatchV1().Jobs(e.ns).List(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelJobType + "=" + taskmeta.JobTypeExecutor})
+		if err != nil || len(jobs.Items) == 0 {
+			t.Fatalf("the executors' jobs: %d, %v", len(jobs.Items), err)
+		}
+		for _, j := range jobs.Items {
+			p := j.Spec.Template.Spec
+			var got int64
+			if sc := p.SecurityContext; sc != nil && sc.RunAsUser != nil {
+				got = *sc.RunAsUser
+			}
+			if sc := p.Containers[0].SecurityContext; sc != nil && sc.RunAsUser != nil {
+				got = *sc.RunAsUser
+			}
+			if got != uid {
+				t.Errorf("executor job %s runs its pods as user %d, want %d", j.Name, got, uid)
 			}
 		}
 	})
