@@ -136,7 +136,8 @@ bench-knative: cluster-bins node-deps image-deps
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind
-# one address (BENCHMARKS.md; about 30 min per run at 10,000).
+# one address (BENCHMARKS.md: 3,889 s for the one-handler run of
+# 2026-12-06 at 7ab9f06; each run is bounded by 2 h, benchscale's -timeout).
 TASKS ?= 10000
 .PHONY: bench-scale
 bench-scale: control-plane-bins build

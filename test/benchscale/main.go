@@ -45,7 +45,7 @@ var (
 	flagInFlight   = flag.Int("inflight", 200, "tasks submitted and not yet ended at any time")
 	flagReplicas   = flag.String("replicas", "1,2", "handler processes behind one address, one run each")
 	flagPodDelay   = flag.String("pod-delay", "100ms", "how long each executor's pod runs (kwok fate.tesk.test/delay)")
-	flagTimeout    = flag.Duration("timeout", 45*time.Minute, "longest a run may take")
+	flagTimeout    = flag.Duration("timeout", 2*time.Hour, "longest a run may take")
 	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to bin/handler's environment")
 	flagDelivery   = flag.String("delivery", "broker", "how the adapter's events reach the handlers: broker (a stand-in for the Broker and Triggers of config/knative: 202 at once, up to -broker-parallel deliveries at once, the Triggers' retries) or direct (the adapter posts to the handlers and waits for each answer)")
 	flagParallel   = flag.Int("broker-parallel", 64, "deliveries the broker stand-in makes at once")
