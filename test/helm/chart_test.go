@@ -142,11 +142,11 @@ func TestTemplateValues(t *testing.T) {
 		{"events' audience", map[string]any{"auth": none, "handler": map[string]any{"eventsAudience": "tesk-handler"}},
 			[]string{`EVENTS_AUDIENCE: "tesk-handler"`, "      name: tesk-handler\n    audience: \"tesk-handler\"\n  delivery:"}},
 		{"services", map[string]any{"auth": none,
-			"handler": map[string]any{"minScale": 1, "maxScale": 10, "containerConcurrency": 20, "resources": map[string]any{
+			"handler": map[string]any{"minScale": 1, "maxScale": 10, "containerConcurrency": 20, "target": 12, "resources": map[string]any{
 				"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"memory": "2Gi"}}},
 			"tes": map[string]any{"minScale": 2, "maxScale": 8, "containerConcurrency": 30, "resources": map[string]any{
 				"requests": map[string]any{"cpu": "200m", "memory": "96Mi"}, "limits": map[string]any{"memory": "768Mi"}}}},
-			[]string{`autoscaling.knative.dev/min-scale: "1"`, `autoscaling.knative.dev/max-scale: "10"`, "containerConcurrency: 20",
+			[]string{`autoscaling.knative.dev/min-scale: "1"`, `autoscaling.knative.dev/max-scale: "10"`, `autoscaling.knative.dev/target: "12"`, "containerConcurrency: 20",
 				"requests:\n              cpu: 250m\n              memory: 256Mi", "limits:\n              memory: 2Gi",
 				`autoscaling.knative.dev/min-scale: "2"`, `autoscaling.knative.dev/max-scale: "8"`, "containerConcurrency: 30",
 				"requests:\n              cpu: 200m\n              memory: 96Mi", "limits:\n              memory: 768Mi"}},
