@@ -153,6 +153,7 @@ func Decide(obs Observed, cfg Config, now time.Time) Plan {
 	markPartialUpload(&plan, obs)
 	if obs.Anchor.Annotations[taskmeta.AnnotationState] == "" {
 		plan.Actions = recordLogs(plan.Actions, obs)
+		markRecordedDone(&plan, obs)
 	}
 	if plan.Final != nil && cfg.Quota.On() && obs.Anchor.Labels[taskmeta.LabelCreator] != "" {
 		plan.Release = true
@@ -275,6 +276,33 @@ func sortedParts(jobs map[string]*batchv1.Job) []string {
 	}
 	slices.Sort(parts)
 	return parts
+}
+
+// markRecordedDone: a step that ends a task COMPLETE records the last
+// executors' logs before the final state; it first marks those executors
+// done on the anchor, as a step that goes on to the next part does, so
+// that another step of the same task (a job's second change comes a few
+// milliseconds after its first) either reads them done or finds the
+// anchor changed, and does not record the same logs again.
+func markRecordedDone(plan *Plan, obs Observed) {
+	if plan.Progress != nil || plan.Final == nil || plan.Final.State != tesv1.StateComplete {
+		return
+	}
+	var parts []string
+	for _, a := range plan.Actions {
+		if a.Kind == RecordExecutorLog {
+			parts = append(parts, a.Part)
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	prog, err := taskmeta.ParseProgress(obs.Anchor.Annotations[taskmeta.AnnotationProgress])
+	if err != nil || prog.Parts == nil {
+		return
+	}
+	next := prog.WithDone(parts...)
+	plan.Progress = &next
 }
 
 // recordLogs adds a RecordExecutorLog for each executor whose job ended

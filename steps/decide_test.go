@@ -1056,3 +1056,41 @@ func wantNote(t *testing.T, p Plan, level, sub string) {
 	}
 	t.Errorf("notes %+v, want a %s note with %q", p.Notes, level, sub)
 }
+
+// TestLastLogMarkedDone: the step that ends a task COMPLETE marks the
+// executor whose log it records done before it records it, so that the
+// task read again by another step records nothing more; a task that ends
+// in failure writes no progress (its failed executor is not done).
+func TestLastLogMarkedDone(t *testing.T) {
+	p := progressOf([]string{"ex-00", "ex-01"}, "ev", t0, "ex-00", "ex-01")
+	p.Done = []string{"ex-00"}
+	obs := Observed{Anchor: anchorWith(&p), Jobs: jobsOf(annotate(completed("ex-00"), taskmeta.AnnotationExecutorLog, `{"exit_code":0}`), completed("ex-01"))}
+	plan := Decide(obs, DefaultConfig(), t0)
+	if plan.Final == nil || plan.Final.State != tesv1.StateComplete {
+		t.Fatalf("final %+v, want COMPLETE", plan.Final)
+	}
+	if !slices.ContainsFunc(plan.Actions, func(a Action) bool { return a.Kind == RecordExecutorLog && a.Part == "ex-01" }) {
+		t.Fatalf("actions %v: ex-01's log not recorded", plan.Actions)
+	}
+	if plan.Progress == nil || !plan.Progress.IsDone("ex-01") || !plan.Progress.IsDone("ex-00") {
+		t.Fatalf("progress %+v: want ex-00 and ex-01 done, written before the record", plan.Progress)
+	}
+	// Another step reads the anchor with that progress: the task ends
+	// COMPLETE again, recording nothing.
+	again := Decide(Observed{Anchor: anchorWith(plan.Progress), Jobs: obs.Jobs}, DefaultConfig(), t0)
+	if again.Final == nil || again.Final.State != tesv1.StateComplete {
+		t.Fatalf("read again: final %+v, want COMPLETE", again.Final)
+	}
+	if slices.ContainsFunc(again.Actions, func(a Action) bool { return a.Kind == RecordExecutorLog }) {
+		t.Errorf("read again: actions %v record a log again", again.Actions)
+	}
+	// A failed executor: the task ends with its log recorded, no progress
+	// written.
+	bad := Decide(Observed{Anchor: anchorWith(&p), Jobs: jobsOf(obs.Jobs["ex-00"], failed("ex-01"))}, DefaultConfig(), t0)
+	if bad.Final == nil || bad.Final.State == tesv1.StateComplete {
+		t.Fatalf("failed executor: final %+v", bad.Final)
+	}
+	if bad.Progress != nil {
+		t.Errorf("failed executor: progress %+v written, want none", bad.Progress)
+	}
+}
