@@ -126,13 +126,17 @@ bench: control-plane-bins build
 # run): a task's first Job with the handler at zero and up, the step gap
 # through the Broker beside direct delivery, failed deliveries, the memory of
 # Knative's pods (BENCHMARKS.md). Starts the cluster with KNATIVE=1 if none
-# is up, and stops it afterwards. COLD: the cold starts (and as many warm
-# ones) to time, each after the handler is back at zero.
+# is up (its API server writing the handler's requests to an audit log),
+# and stops it afterwards. COLD: the cold starts (and as many warm ones) to
+# time, each after the handler is back at zero. SCALE: then this many tasks
+# of three executors at once, into the handler as Knative scales it (0:
+# none; BENCHMARKS.md records SCALE=1000).
 COLD ?= 5
+SCALE ?= 0
 .PHONY: bench-knative
 bench-knative: cluster-bins node-deps image-deps
-	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1
-	@status=0; $(GORUN) ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1 AUDIT_USERS=system:serviceaccount:tesk:tesk-handler
+	@status=0; $(GORUN) ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) -scale $(SCALE) -audit-log $(CLUSTER_DIR)/audit.log || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind
@@ -227,8 +231,10 @@ node-deps:
 	./test/cluster/node-deps.sh
 
 # Starts the cluster in the background; admin kubeconfig in .cluster/kubeconfig.
+# AUDIT_USERS (comma-separated): the API server logs their requests to
+# $(CLUSTER_DIR)/audit.log.
 cluster-up: up-bins $(NODE_DEPS)
-	$(GORUN) ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR) $(CLUSTER_UP_FLAGS)
+	$(GORUN) ./test/cluster/cmd/cluster up -dir $(CLUSTER_DIR) $(CLUSTER_UP_FLAGS) $(if $(AUDIT_USERS),-audit-users $(AUDIT_USERS))
 
 # Stops every process cluster-up started and removes its state.
 cluster-down:

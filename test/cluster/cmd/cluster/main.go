@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 )
@@ -88,6 +89,7 @@ func up(args []string) error {
 	pods := fl.String("pods", "1000", "pod capacity of each node")
 	port := fl.Int("port", 0, "kube-apiserver port on 127.0.0.1 (0: a free one)")
 	timeout := fl.Duration("timeout", 2*time.Minute, "give up when not ready within this time")
+	auditUsers := fl.String("audit-users", "", "comma-separated users whose requests the API server writes to <dir>/audit.log, one line per request (the benches count requests by them)")
 	_ = fl.Parse(args)
 
 	stateFile, kubeconfig := files(*dir)
@@ -128,6 +130,13 @@ func up(args []string) error {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
 		},
 	}
+	if *auditUsers != "" {
+		flags, err := auditFlags(*dir, strings.Split(*auditUsers, ","))
+		if err != nil {
+			return err
+		}
+		opts.APIServerFlags = append(opts.APIServerFlags, flags...)
+	}
 	if *real {
 		opts.RealNode = true
 		opts.BuildNodeImages = nodeImages
@@ -163,6 +172,25 @@ func up(args []string) error {
 	fmt.Printf("  export KUBECONFIG=%s\n", abs)
 	fmt.Printf("  state %s, component logs in %s\n", stateFile, filepath.Join(c.Dir, "logs"))
 	return nil
+}
+
+// auditFlags writes an audit policy for users into dir and returns the
+// API server's flags that log their requests to dir/audit.log.
+func auditFlags(dir string, users []string) ([]string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	policy := filepath.Join(abs, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(benchkit.AuditPolicy(users)), 0o600); err != nil {
+		return nil, err
+	}
+	log := filepath.Join(abs, "audit.log")
+	os.Remove(log) // an earlier cluster's
+	return benchkit.AuditFlags(policy, log), nil
 }
 
 // clearOld deals with the state of an earlier cluster: a running one is an

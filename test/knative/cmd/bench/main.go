@@ -13,6 +13,12 @@
 //     Trigger, and then through a second ApiServerSource whose sink is the
 //     handler itself (direct delivery; the Broker's Triggers of Job and Pod
 //     events filter a type no event has meanwhile);
+//   - with -scale n, n tasks of three executors created at once through
+//     the TES API, into the handler as Knative scales it: tasks a second,
+//     the step gap, the handler's pods over time and its CPU per task (the
+//     kubelet's figures), failed deliveries, the dead letter sink's pods,
+//     and the handler's API requests per task from the API server's audit
+//     log (make bench-knative starts the cluster with one);
 //   - tasks that did not end COMPLETE, and the deliveries the Broker's
 //     filter logged as failed (events retried, or lost to the dead letter
 //     sink);
@@ -21,7 +27,7 @@
 //
 // Usage:
 //
-//	go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 6]
+//	go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 6] [-scale 1000 -audit-log .cluster/audit.log]
 package main
 
 import (
@@ -53,10 +59,12 @@ func main() {
 	dir := flag.String("dir", ".cluster", "the directory of a cluster started with cluster up -knative")
 	cold := flag.Int("cold", 5, "cold starts (and as many warm ones) to time")
 	tasks := flag.Int("tasks", 6, "tasks of 4 executors per delivery path for the step gap (after one that does not count)")
+	scale := flag.Int("scale", 0, "then this many tasks of 3 executors at once through the TES API (0: none)")
+	auditLog := flag.String("audit-log", "", "the API server's audit log of the handler's requests (cluster up -audit-users), for the scale run's requests per task")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *dir, *cold, *tasks); err != nil {
+	if err := run(ctx, *dir, *cold, *tasks, *scale, *auditLog); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-knative:", err)
 		os.Exit(1)
 	}
@@ -64,7 +72,7 @@ func main() {
 
 func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench-knative: "+format+"\n", a...) }
 
-func run(ctx context.Context, dir string, cold, tasks int) error {
+func run(ctx context.Context, dir string, cold, tasks, scale int, auditLog string) error {
 	c, err := knative.AttachTo(dir)
 	if err != nil {
 		return err
@@ -163,6 +171,17 @@ func run(ctx context.Context, dir string, cold, tasks int) error {
 	notComplete += n
 	logf("step gaps with direct delivery: %d", len(directGaps))
 
+	var sr *scaleResult
+	if scale > 0 {
+		if _, err := os.Stat(auditLog); auditLog != "" && err != nil {
+			logf("no audit log (%v): the scale run counts no API requests", err)
+			auditLog = ""
+		}
+		if sr, err = scaleRun(ctx, env, api, jobs, scale, auditLog); err != nil {
+			return err
+		}
+	}
+
 	failed, err := failedDeliveries(ctx, env, start)
 	if err != nil {
 		return err
@@ -193,6 +212,9 @@ func run(ctx context.Context, dir string, cold, tasks int) error {
 	fmt.Printf("the sweep's PingSource tesk-sweep: schedule %q during the cold rounds, %q restored after (its v1 spec has no suspend)\n", rareSchedule, was)
 	printSplit(kept)
 	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*(tasks+1), failed)
+	if sr != nil {
+		printScale(sr)
+	}
 	fmt.Printf("\nworking set (kubelet), MiB:\n")
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range mem {
@@ -216,7 +238,8 @@ func b2i(b bool) int {
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 // jobTimes records, as this watch sees them, when each Job appeared and
-// when it completed.
+// when it completed: its terminal condition, what the handler acts on
+// (taskmeta.StatusOf), as make bench and make bench-scale time a step gap.
 type jobTimes struct {
 	mu       sync.Mutex
 	added    map[string]time.Time
@@ -241,7 +264,7 @@ func watchJobs(ctx context.Context, env *knative.Env) (*jobTimes, error) {
 			if _, ok := j.added[job.Name]; !ok {
 				j.added[job.Name] = now
 			}
-			if _, ok := j.complete[job.Name]; !ok && job.Status.Succeeded > 0 {
+			if _, ok := j.complete[job.Name]; !ok && taskmeta.StatusOf(job) == taskmeta.JobComplete {
 				j.complete[job.Name] = now
 			}
 			j.mu.Unlock()
