@@ -27,7 +27,7 @@
 //
 // Usage:
 //
-//	go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 6] [-scale 1000 -audit-log .cluster/audit.log]
+//	go run ./test/knative/cmd/bench -dir .cluster [-cold 5] [-tasks 6] [-scale 1000 -share 30 -audit-log .cluster/audit.log]
 package main
 
 import (
@@ -60,11 +60,12 @@ func main() {
 	cold := flag.Int("cold", 5, "cold starts (and as many warm ones) to time")
 	tasks := flag.Int("tasks", 6, "tasks of 4 executors per delivery path for the step gap (after one that does not count)")
 	scale := flag.Int("scale", 0, "then this many tasks of 3 executors at once through the TES API (0: none)")
+	share := flag.Int("share", 0, "the scale run's user's share (QUOTA_TASKS_PER_USER): the most of its tasks that run at once, so that their pods fit the node (0: no share)")
 	auditLog := flag.String("audit-log", "", "the API server's audit log of the handler's requests (cluster up -audit-users), for the scale run's requests per task")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *dir, *cold, *tasks, *scale, *auditLog); err != nil {
+	if err := run(ctx, *dir, *cold, *tasks, *scale, *share, *auditLog); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-knative:", err)
 		os.Exit(1)
 	}
@@ -72,7 +73,7 @@ func main() {
 
 func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench-knative: "+format+"\n", a...) }
 
-func run(ctx context.Context, dir string, cold, tasks, scale int, auditLog string) error {
+func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLog string) error {
 	c, err := knative.AttachTo(dir)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale int, auditLog strin
 			logf("no audit log (%v): the scale run counts no API requests", err)
 			auditLog = ""
 		}
-		if sr, err = scaleRun(ctx, env, api, jobs, scale, auditLog); err != nil {
+		if sr, err = scaleRun(ctx, env, api, jobs, scale, share, auditLog); err != nil {
 			return err
 		}
 	}

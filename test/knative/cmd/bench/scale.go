@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -174,29 +175,46 @@ func (s *sampler) cpu(preexisting map[string]bool) time.Duration {
 	return time.Duration(total)
 }
 
+// setShare sets the handler's QUOTA_TASKS_PER_USER (the chart's
+// tasks.share.tasks) and waits until the handler is at zero pods, so that
+// the next one reads it.
+func setShare(ctx context.Context, env *knative.Env, share int) error {
+	patch := fmt.Sprintf(`{"data":{"QUOTA_TASKS_PER_USER":"%d"}}`, share)
+	if _, err := env.C.Client.CoreV1().ConfigMaps(knative.Platform).Patch(ctx, "tesk-handler-config", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("share: %w", err)
+	}
+	logf("scale: QUOTA_TASKS_PER_USER=%d; waiting for the handler at zero pods", share)
+	return env.WaitZero(ctx, "tesk-handler", 5*time.Minute)
+}
+
 // scaleResult is what the scale run measured.
 type scaleResult struct {
-	tasks, submitFailed, notComplete int
-	start, end                       time.Time
-	gaps                             []time.Duration
-	maxLive                          int
-	handlerPods                      int
-	handlerCPU                       time.Duration
-	cpuErrors                        int
-	deadLetterPods                   int
-	failed                           int
-	audit                            benchkit.AuditCounts
-	auditErr                         error
-	timeline                         []podSample
-	doneAt                           []time.Time
+	tasks, share, submitFailed, notComplete int
+	start, end                              time.Time
+	gaps                                    []time.Duration
+	maxLive                                 int
+	handlerPods                             int
+	handlerCPU                              time.Duration
+	cpuErrors                               int
+	deadLetterPods                          int
+	failed                                  int
+	audit                                   benchkit.AuditCounts
+	auditErr                                error
+	timeline                                []podSample
+	doneAt                                  []time.Time
 }
 
 // scaleRun creates n tasks of three executors (`true`) through the TES API
 // at once and waits until every one is final, while the sampler follows
 // the handler's pods; auditLog, if not empty, is the API server's audit
 // log of the handler's requests (cluster up -audit-users).
-func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *jobTimes, n int, auditLog string) (*scaleResult, error) {
-	r := &scaleResult{tasks: n}
+func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *jobTimes, n, share int, auditLog string) (*scaleResult, error) {
+	r := &scaleResult{tasks: n, share: share}
+	if share > 0 {
+		if err := setShare(ctx, env, share); err != nil {
+			return nil, err
+		}
+	}
 	var auditFrom int64
 	if auditLog != "" {
 		if fi, err := os.Stat(auditLog); err == nil {
@@ -393,6 +411,9 @@ func printScale(r *scaleResult) {
 	secs := r.end.Sub(r.start).Seconds()
 	fmt.Printf("\nscale: %d tasks x %d executors (`true`) created through the TES API at once (16 clients), run %s–%s UTC\n",
 		r.tasks, scaleExecutors, r.start.UTC().Format("15:04:05"), r.end.UTC().Format("15:04:05"))
+	if r.share > 0 {
+		fmt.Printf("  the user's share (QUOTA_TASKS_PER_USER): %d tasks at once, the rest QUEUED until one ends\n", r.share)
+	}
 	fmt.Printf("  final: %d in %.1f s, %.2f tasks/s; not COMPLETE: %d; creates failed: %d\n", done, secs, float64(done)/secs, r.notComplete, r.submitFailed)
 	if len(r.gaps) > 0 {
 		g := slices.Clone(r.gaps)
