@@ -463,24 +463,44 @@ func failedDeliveries(ctx context.Context, env *knative.Env, start time.Time) (i
 	return n, nil
 }
 
+// statsSummary is what the benches read of the kubelet's summary
+// (/stats/summary): each pod's working set and its containers' CPU.
+type statsSummary struct {
+	Pods []struct {
+		PodRef struct{ Name, Namespace string } `json:"podRef"`
+		Memory struct {
+			WorkingSetBytes uint64 `json:"workingSetBytes"`
+		} `json:"memory"`
+		Containers []struct {
+			Name string `json:"name"`
+			CPU  struct {
+				UsageCoreNanoSeconds uint64 `json:"usageCoreNanoSeconds"`
+			} `json:"cpu"`
+		} `json:"containers"`
+	} `json:"pods"`
+}
+
+// kubeletSummary reads the real node's kubelet summary through the API
+// server.
+func kubeletSummary(ctx context.Context, env *knative.Env) (*statsSummary, error) {
+	raw, err := env.C.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", env.Node.Name, "proxy/stats/summary").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var summary statsSummary
+	if err := json.Unmarshal(raw, &summary); err != nil {
+		return nil, err
+	}
+	return &summary, nil
+}
+
 // memory sums the kubelet's working set of the pods by group: Knative's
 // control plane (controllers, webhooks, autoscaler), its data plane
 // (Broker ingress and filter, channel dispatcher, activator, the
 // ApiServerSource's adapter, the ingress stand-in) and the project's pods.
 func memory(ctx context.Context, env *knative.Env) (map[string]uint64, error) {
-	raw, err := env.C.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", env.Node.Name, "proxy/stats/summary").DoRaw(ctx)
+	summary, err := kubeletSummary(ctx, env)
 	if err != nil {
-		return nil, err
-	}
-	var summary struct {
-		Pods []struct {
-			PodRef struct{ Name, Namespace string } `json:"podRef"`
-			Memory struct {
-				WorkingSetBytes uint64 `json:"workingSetBytes"`
-			} `json:"memory"`
-		} `json:"pods"`
-	}
-	if err := json.Unmarshal(raw, &summary); err != nil {
 		return nil, err
 	}
 	dataPlane := []string{"broker-ingress", "broker-filter", "imc-dispatcher", "activator", "apiserversource", "kingress-standin", "pingsource-mt-adapter"}

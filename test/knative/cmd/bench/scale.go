@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -126,22 +125,8 @@ func (s *sampler) sample(ctx context.Context, env *knative.Env) {
 // handlerCPU reads the kubelet's summary: the CPU time, in nanoseconds,
 // each handler pod's handler container (not its queue-proxy) has used.
 func handlerCPU(ctx context.Context, env *knative.Env) (map[string]uint64, error) {
-	raw, err := env.C.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", env.Node.Name, "proxy/stats/summary").DoRaw(ctx)
+	summary, err := kubeletSummary(ctx, env)
 	if err != nil {
-		return nil, err
-	}
-	var summary struct {
-		Pods []struct {
-			PodRef     struct{ Name, Namespace string } `json:"podRef"`
-			Containers []struct {
-				Name string `json:"name"`
-				CPU  struct {
-					UsageCoreNanoSeconds uint64 `json:"usageCoreNanoSeconds"`
-				} `json:"cpu"`
-			} `json:"containers"`
-		} `json:"pods"`
-	}
-	if err := json.Unmarshal(raw, &summary); err != nil {
 		return nil, err
 	}
 	out := map[string]uint64{}
@@ -395,15 +380,6 @@ func countAuditFrom(path string, offset int64) (benchkit.AuditCounts, error) {
 // handlerUser is the handler's ServiceAccount in config/knative: the user
 // make bench-knative has the API server audit.
 const handlerUser = "system:serviceaccount:" + knative.Platform + ":tesk-handler"
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
 
 // printScale writes the scale run's figures.
 func printScale(r *scaleResult) {
