@@ -234,10 +234,12 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 				var id string
 				var err error
 				for attempt := range 3 {
+					if attempt > 0 {
+						time.Sleep(time.Duration(attempt) * time.Second)
+					}
 					if id, err = api.Create(ctx, scaleTask(i)); err == nil {
 						break
 					}
-					time.Sleep(time.Duration(attempt+1) * time.Second)
 				}
 				mu.Lock()
 				if err != nil {
@@ -268,7 +270,7 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 	}
 	r.end = time.Now()
 	for id, st := range final {
-		if st != "COMPLETE" {
+		if st != tesv1.StateComplete {
 			r.notComplete++
 			continue
 		}
