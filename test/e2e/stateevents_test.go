@@ -61,6 +61,18 @@ func (s *stateRecorder) of(task string) []events.StateChangedData {
 	return slices.Clone(s.events[task])
 }
 
+// toldToTheEnd waits until the sink took the task's final state (a step
+// tells it just after it wrote it, which GET may show first) and returns
+// the changes it took.
+func (e *env) toldToTheEnd(rec *stateRecorder, task string) []events.StateChangedData {
+	e.t.Helper()
+	e.waitFor("the sink to take task "+task+"'s final state", 10*time.Second, func() bool {
+		told := rec.of(task)
+		return len(told) > 0 && tesv1.IsFinal(told[len(told)-1].NewState)
+	})
+	return rec.of(task)
+}
+
 // followStates polls the task's TES view until it shows the state until
 // (any final state if empty), and returns the states it showed, each once,
 // in order, after those of seen, and the last view.
@@ -148,17 +160,24 @@ func TestStateEventsTellWhatGETShows(t *testing.T) {
 	e.setLogs(ok+"-outputs-filer", "TESK_OUTPUT_FILE_LOGS [{\"output\":0,\"path\":\"/data/out/out.txt\",\"size_bytes\":\"5\"}]\n")
 	e.submit(ok, taskJSON(executor(ok, 0, nil, nil), executor(ok, 1, nil, nil)))
 	shown, last := e.followStates(ok, "", nil, taskTimeout)
-	e.checkTold(ok, rec.of(ok), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateComplete}, shown, true, last)
+	e.checkTold(ok, e.toldToTheEnd(rec, ok), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateComplete}, shown, true, last)
 
 	// A task cancelled while its executor runs: CANCELING, then CANCELED.
+	// GET shows RUNNING as soon as the inputs filer's Job ends (the state
+	// once the next step is applied); the cancel waits for that step, the
+	// one that starts the executor and tells RUNNING, or it would race it.
 	gone := "task-states03"
 	e.submit(gone, taskJSON(executor(gone, 0, runFor("20s"), nil)))
 	shown, _ = e.followStates(gone, tesv1.StateRunning, nil, taskTimeout)
+	e.waitFor("the step that starts the executor to tell RUNNING", taskTimeout, func() bool {
+		told := rec.of(gone)
+		return len(told) > 0 && told[len(told)-1].NewState == tesv1.StateRunning
+	})
 	if code, body := e.post("task.cancelled", map[string]any{"task": gone}); code != http.StatusOK {
 		t.Fatalf("task.cancelled: %d %s", code, body)
 	}
 	shown, last = e.followStates(gone, "", shown, taskTimeout)
-	e.checkTold(gone, rec.of(gone), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling, tesv1.StateCanceled}, shown, false, last)
+	e.checkTold(gone, e.toldToTheEnd(rec, gone), []string{tesv1.StateInitializing, tesv1.StateRunning, tesv1.StateCanceling, tesv1.StateCanceled}, shown, false, last)
 
 	// The sink goes down: the failing task's changes are owed on its
 	// anchor, none lost, none told out of order.
