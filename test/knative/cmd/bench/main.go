@@ -49,6 +49,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
@@ -248,30 +250,52 @@ type jobTimes struct {
 	stop     func()
 }
 
+// watchJobs records the Jobs of the tasks' namespace from now on: a list,
+// then a watch from its version that client-go's RetryWatcher takes again
+// where it left off whenever the API server ends it (a plain watch ends
+// after 30 to 60 minutes, and a long run would lose every Job after that).
 func watchJobs(ctx context.Context, env *knative.Env) (*jobTimes, error) {
-	w, err := env.C.Client.BatchV1().Jobs(knative.Tasks).Watch(ctx, metav1.ListOptions{LabelSelector: taskmeta.LabelTask})
+	api := env.C.Client.BatchV1().Jobs(knative.Tasks)
+	opts := metav1.ListOptions{LabelSelector: taskmeta.LabelTask}
+	list, err := api.List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	j := &jobTimes{added: map[string]time.Time{}, complete: map[string]time.Time{}, stop: w.Stop}
+	j := &jobTimes{added: map[string]time.Time{}, complete: map[string]time.Time{}}
+	now := time.Now()
+	for i := range list.Items {
+		j.see(&list.Items[i], now)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = opts.LabelSelector
+			return api.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	j.stop = w.Stop
 	go func() {
 		for ev := range w.ResultChan() {
-			job, ok := ev.Object.(*batchv1.Job)
-			if !ok || ev.Type == watch.Deleted {
-				continue
+			if job, ok := ev.Object.(*batchv1.Job); ok && ev.Type != watch.Deleted {
+				j.see(job, time.Now())
 			}
-			now := time.Now()
-			j.mu.Lock()
-			if _, ok := j.added[job.Name]; !ok {
-				j.added[job.Name] = now
-			}
-			if _, ok := j.complete[job.Name]; !ok && taskmeta.StatusOf(job) == taskmeta.JobComplete {
-				j.complete[job.Name] = now
-			}
-			j.mu.Unlock()
 		}
 	}()
 	return j, nil
+}
+
+// see records a Job's first sighting and its terminal condition's.
+func (j *jobTimes) see(job *batchv1.Job, now time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, ok := j.added[job.Name]; !ok {
+		j.added[job.Name] = now
+	}
+	if _, ok := j.complete[job.Name]; !ok && taskmeta.StatusOf(job) == taskmeta.JobComplete {
+		j.complete[job.Name] = now
+	}
 }
 
 func (j *jobTimes) get(name string) (added, complete time.Time) {

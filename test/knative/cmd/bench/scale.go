@@ -177,6 +177,7 @@ type scaleResult struct {
 	tasks, share, submitFailed, notComplete int
 	start, end                              time.Time
 	gaps                                    []time.Duration
+	gapsWanted                              int // the COMPLETE tasks' gaps, seen or not
 	maxLive                                 int
 	handlerPods                             int
 	handlerCPU                              time.Duration
@@ -275,6 +276,7 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 			continue
 		}
 		for e := range scaleExecutors - 1 {
+			r.gapsWanted++
 			_, done := jobs.get(fmt.Sprintf("%s-ex-%02d", id, e))
 			next, _ := jobs.get(fmt.Sprintf("%s-ex-%02d", id, e+1))
 			if !done.IsZero() && !next.IsZero() {
@@ -397,8 +399,8 @@ func printScale(r *scaleResult) {
 		g := slices.Clone(r.gaps)
 		slices.Sort(g)
 		q := func(p float64) time.Duration { return g[min(len(g)-1, int(p*float64(len(g))))] }
-		fmt.Printf("  step gap (a Job's terminal condition seen -> the next Job seen), %d gaps: p50 %s, p90 %s, p99 %s, max %s\n",
-			len(g), ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(g[len(g)-1]))
+		fmt.Printf("  step gap (a Job's terminal condition seen -> the next Job seen), %d of %d gaps seen: p50 %s, p90 %s, p99 %s, max %s\n",
+			len(g), r.gapsWanted, ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(g[len(g)-1]))
 	}
 	fmt.Printf("  handler pods: %d seen in all, at most %d running at once\n", r.handlerPods, r.maxLive)
 	fmt.Printf("  handler CPU (kubelet, the handler container): %.2f s, %.2f ms per task (%d samples failed)\n",
