@@ -130,7 +130,8 @@ bench: control-plane-bins build
 # and stops it afterwards. COLD: the cold starts (and as many warm ones) to
 # time, each after the handler is back at zero. SCALE: then this many tasks
 # of three executors at once, into the handler as Knative scales it (0:
-# none; BENCHMARKS.md records SCALE=250 SHARE=30), SHARE of them at once (the
+# none; BENCHMARKS.md records SCALE=250 and SCALE=1000 with SHARE=30:
+# 16 and 99 minutes here), SHARE of them at once (the
 # user's share, QUOTA_TASKS_PER_USER: what the real node's 110 pods and 2
 # cores take; 0: all at once).
 COLD ?= 5
