@@ -49,6 +49,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -90,7 +91,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		return err
 	}
 	start := time.Now()
-	jobs, err := watchJobs(ctx, env)
+	jobs, err := watchJobs(ctx, env.C.Client, knative.Tasks)
 	if err != nil {
 		return err
 	}
@@ -250,12 +251,12 @@ type jobTimes struct {
 	stop     func()
 }
 
-// watchJobs records the Jobs of the tasks' namespace from now on: a list,
+// watchJobs records the Jobs of the namespace ns from now on: a list,
 // then a watch from its version that client-go's RetryWatcher takes again
 // where it left off whenever the API server ends it (a plain watch ends
 // after 30 to 60 minutes, and a long run would lose every Job after that).
-func watchJobs(ctx context.Context, env *knative.Env) (*jobTimes, error) {
-	api := env.C.Client.BatchV1().Jobs(knative.Tasks)
+func watchJobs(ctx context.Context, client kubernetes.Interface, ns string) (*jobTimes, error) {
+	api := client.BatchV1().Jobs(ns)
 	opts := metav1.ListOptions{LabelSelector: taskmeta.LabelTask}
 	list, err := api.List(ctx, opts)
 	if err != nil {
