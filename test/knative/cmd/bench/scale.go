@@ -398,7 +398,7 @@ func printScale(r *scaleResult) {
 	if len(r.gaps) > 0 {
 		g := slices.Clone(r.gaps)
 		slices.Sort(g)
-		q := func(p float64) time.Duration { return g[min(len(g)-1, int(p*float64(len(g))))] }
+		q := func(p float64) time.Duration { return benchkit.Percentile(g, p) }
 		fmt.Printf("  step gap (a Job's terminal condition seen -> the next Job seen), %d of %d gaps seen: p50 %s, p90 %s, p99 %s, max %s\n",
 			len(g), r.gapsWanted, ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(g[len(g)-1]))
 	}
