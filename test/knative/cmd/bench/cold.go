@@ -1,15 +1,24 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
 )
@@ -23,28 +32,34 @@ const handlerSelector = "serving.knative.dev/service=tesk-handler"
 const rareSchedule = "0 0 1 1 *"
 
 // coldSample is one cold round: the client's create time, the watch seeing
-// the first Job, and the times the cluster recorded for the handler pod
-// that took the task.
+// the first Job, and when the watches saw the handler pod that took the
+// task pass each milestone.
 type coldSample struct {
-	create, seen                             time.Time
-	pod, scheduled, started, ready, firstJob time.Time
+	create, seen time.Time
+	pod          string
+	marks        map[string]time.Time
 	// warm says why the sample is not cold (a handler pod existed, or was
 	// asked for, at the create); empty when it was.
 	warm string
 }
 
-// segments are the parts of a cold start, each from a time the cluster
-// recorded to the next; the first starts at the client's create.
-var segments = []struct {
-	name     string
-	from, to func(s coldSample) time.Time
-}{
-	{"TES create (client) -> handler pod created", func(s coldSample) time.Time { return s.create }, func(s coldSample) time.Time { return s.pod }},
-	{"pod created -> PodScheduled", func(s coldSample) time.Time { return s.pod }, func(s coldSample) time.Time { return s.scheduled }},
-	{"PodScheduled -> user-container started", func(s coldSample) time.Time { return s.scheduled }, func(s coldSample) time.Time { return s.started }},
-	{"user-container started -> pod Ready", func(s coldSample) time.Time { return s.started }, func(s coldSample) time.Time { return s.ready }},
-	{"pod Ready -> first Job created", func(s coldSample) time.Time { return s.ready }, func(s coldSample) time.Time { return s.firstJob }},
-	{"TES create (client) -> first Job created", func(s coldSample) time.Time { return s.create }, func(s coldSample) time.Time { return s.firstJob }},
+// describe lists the sample's milestones as times from the create, in the
+// order they were seen.
+func (s coldSample) describe() string {
+	type mark struct {
+		name string
+		at   time.Duration
+	}
+	var ms []mark
+	for name, at := range s.marks {
+		ms = append(ms, mark{name, at.Sub(s.create).Round(time.Millisecond)})
+	}
+	slices.SortStableFunc(ms, func(a, b mark) int { return cmp.Compare(a.at, b.at) })
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("%s +%s", m.name, m.at)
+	}
+	return s.pod + ": " + strings.Join(parts, ", ")
 }
 
 // handlerPods lists every pod of the handler's Service, in any phase,
@@ -124,79 +139,202 @@ func holdSweep(ctx context.Context, env *knative.Env) (string, func() error, err
 	return was, func() error { return set(context.Background(), was) }, nil
 }
 
-// coldSplit reads, once the task's first Job exists, the times the
-// cluster recorded for the handler pod that took it, and marks the sample
-// warm if a handler pod was created before the create. Kubernetes records
-// them to the second, so a pod created in the create's own second counts
-// as started by it (the list right before the create sees any older one).
-func coldSplit(ctx context.Context, env *knative.Env, id string, s *coldSample) error {
-	job, err := env.C.Client.BatchV1().Jobs(knative.Tasks).Get(ctx, id+"-ex-00", metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	s.firstJob = job.CreationTimestamp.Time
+// coldSplit picks, once the task's first Job exists, the handler pod that
+// took it (the first the watch saw after the create) and its milestones,
+// and marks the sample warm if a handler pod was created before the
+// create. creationTimestamp is to the second, so a pod created in the
+// create's own second counts as started by it (the list right before the
+// create sees any older one).
+func coldSplit(ctx context.Context, env *knative.Env, pt *podTimes, id string, s *coldSample) error {
 	pods, err := handlerPods(ctx, env)
 	if err != nil {
 		return err
 	}
 	createSecond := s.create.Truncate(time.Second)
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-	var pod *corev1.Pod
-	for i, p := range pods {
+	for _, p := range pods {
 		if p.CreationTimestamp.Time.Before(createSecond) {
-			if s.warm == "" {
-				s.warm = fmt.Sprintf("pod %s created %s, before the create", p.Name, p.CreationTimestamp.UTC().Format(time.TimeOnly))
-			}
-			continue
-		}
-		if pod == nil {
-			pod = &pods[i]
+			s.warm = fmt.Sprintf("pod %s created %s, before the create", p.Name, p.CreationTimestamp.UTC().Format(time.TimeOnly))
+			return nil
 		}
 	}
-	if s.warm != "" {
-		return nil
-	}
-	if pod == nil {
-		return fmt.Errorf("task %s: its first Job exists, but no pod of tesk-handler", id)
-	}
-	s.pod = pod.CreationTimestamp.Time
-	for _, c := range pod.Status.Conditions {
-		switch {
-		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue:
-			s.scheduled = c.LastTransitionTime.Time
-		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
-			s.ready = c.LastTransitionTime.Time
+	var first time.Time
+	for _, p := range pods {
+		marks := pt.of(p.Name)
+		if at := marks[markCreated]; !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first, s.pod, s.marks = at, p.Name, marks
 		}
 	}
-	s.started = userStarted(pod)
-	if s.scheduled.IsZero() || s.started.IsZero() || s.ready.IsZero() {
-		return fmt.Errorf("pod %s: scheduled %v, started %v, ready %v: a time not recorded", pod.Name, s.scheduled, s.started, s.ready)
+	if s.pod == "" {
+		return fmt.Errorf("task %s: its first Job exists, but the watch saw no pod of tesk-handler", id)
 	}
+	s.marks[markFirstJobSeen] = s.seen
 	return nil
 }
 
-// userStarted is when the pod's user container (user-container, or else
-// the first that is not queue-proxy) started running.
-func userStarted(pod *corev1.Pod) time.Time {
-	var pick *corev1.ContainerStatus
-	for i, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == "user-container" {
-			pick = &pod.Status.ContainerStatuses[i]
-			break
+// The milestones of a handler pod's start, in the order a cold start
+// usually passes them, each the first time a watch saw it: this machine's
+// clock, to the millisecond.
+const (
+	markCreated        = "pod created"
+	markScheduled      = "pod scheduled (spec.nodeName)"
+	markIP             = "pod IP reported (status.podIP)"
+	markQueueStarted   = "queue-proxy running"
+	markUserStarted    = "user-container running"
+	markEndpoint       = "in the revision's EndpointSlice"
+	markUserReady      = "user-container ready"
+	markPodReady       = "pod Ready"
+	markEndpointReady  = "ready in the revision's EndpointSlice"
+	markFirstJobSeen   = "first Job seen"
+	markQueueContainer = "queue-proxy"
+	markUserContainer  = "user-container"
+)
+
+var milestones = []string{markCreated, markScheduled, markIP, markQueueStarted, markUserStarted, markEndpoint, markUserReady, markPodReady, markEndpointReady}
+
+// podMarks lists the milestones a handler pod's object shows.
+func podMarks(pod *corev1.Pod) []string {
+	marks := []string{markCreated}
+	if pod.Spec.NodeName != "" {
+		marks = append(marks, markScheduled)
+	}
+	if pod.Status.PodIP != "" {
+		marks = append(marks, markIP)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		started, ready := markQueueStarted, ""
+		switch cs.Name {
+		case markQueueContainer:
+		case markUserContainer:
+			started, ready = markUserStarted, markUserReady
+		default:
+			continue
 		}
-		if pick == nil && cs.Name != "queue-proxy" {
-			pick = &pod.Status.ContainerStatuses[i]
+		if cs.State.Running != nil {
+			marks = append(marks, started)
+		}
+		if cs.Ready && ready != "" {
+			marks = append(marks, ready)
 		}
 	}
-	switch {
-	case pick == nil:
-		return time.Time{}
-	case pick.State.Running != nil:
-		return pick.State.Running.StartedAt.Time
-	case pick.State.Terminated != nil:
-		return pick.State.Terminated.StartedAt.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			marks = append(marks, markPodReady)
+		}
 	}
-	return time.Time{}
+	return marks
+}
+
+// sliceMarks lists, by pod, the milestones an EndpointSlice shows: the
+// pod among its endpoints, and ready there.
+func sliceMarks(s *discoveryv1.EndpointSlice) map[string][]string {
+	marks := map[string][]string{}
+	for _, e := range s.Endpoints {
+		if e.TargetRef == nil || e.TargetRef.Kind != "Pod" {
+			continue
+		}
+		m := []string{markEndpoint}
+		if e.Conditions.Ready != nil && *e.Conditions.Ready {
+			m = append(m, markEndpointReady)
+		}
+		marks[e.TargetRef.Name] = m
+	}
+	return marks
+}
+
+// podTimes records when the watches first saw each handler pod pass each
+// milestone.
+type podTimes struct {
+	mu    sync.Mutex
+	marks map[string]map[string]time.Time
+	stop  func()
+}
+
+func (p *podTimes) see(pod string, marks []string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.marks[pod]
+	if m == nil {
+		m = map[string]time.Time{}
+		p.marks[pod] = m
+	}
+	for _, k := range marks {
+		if _, ok := m[k]; !ok {
+			m[k] = now
+		}
+	}
+}
+
+// of returns a copy of a pod's milestones.
+func (p *podTimes) of(pod string) map[string]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.marks[pod])
+}
+
+// watchHandler watches the handler's pods and the EndpointSlices of the
+// namespace ns (the revision's private Service lists the pods Knative
+// routes to) and records each milestone as it is first seen. A cold round
+// is minutes long, shorter than the API server keeps a watch, but a
+// RetryWatcher takes each watch again where it left off all the same.
+func watchHandler(ctx context.Context, client kubernetes.Interface, ns string) (*podTimes, error) {
+	pt := &podTimes{marks: map[string]map[string]time.Time{}}
+	pods := client.CoreV1().Pods(ns)
+	podList, err := pods.List(ctx, metav1.ListOptions{LabelSelector: handlerSelector})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for i := range podList.Items {
+		pt.see(podList.Items[i].Name, podMarks(&podList.Items[i]), now)
+	}
+	pw, err := watchtools.NewRetryWatcherWithContext(ctx, podList.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = handlerSelector
+			return pods.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	eps := client.DiscoveryV1().EndpointSlices(ns)
+	sliceList, err := eps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		pw.Stop()
+		return nil, err
+	}
+	seeSlice := func(s *discoveryv1.EndpointSlice, now time.Time) {
+		for pod, marks := range sliceMarks(s) {
+			pt.see(pod, marks, now)
+		}
+	}
+	for i := range sliceList.Items {
+		seeSlice(&sliceList.Items[i], now)
+	}
+	sw, err := watchtools.NewRetryWatcherWithContext(ctx, sliceList.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return eps.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		pw.Stop()
+		return nil, err
+	}
+	pt.stop = func() { pw.Stop(); sw.Stop() }
+	go func() {
+		for ev := range pw.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+				pt.see(pod.Name, podMarks(pod), time.Now())
+			}
+		}
+	}()
+	go func() {
+		for ev := range sw.ResultChan() {
+			if s, ok := ev.Object.(*discoveryv1.EndpointSlice); ok && ev.Type != watch.Deleted {
+				seeSlice(s, time.Now())
+			}
+		}
+	}()
+	return pt, nil
 }
 
 // minMedMax returns the least, the median (the mean of the middle two for
@@ -214,27 +352,22 @@ func minMedMax(s []time.Duration) (lo, med, hi time.Duration) {
 	return s[0], med, s[n-1]
 }
 
-// printSplit prints, for each segment of the kept cold samples, its least,
-// median and greatest, with the total as the watch saw it.
+// printSplit prints, for each milestone of the kept cold samples' handler
+// pods and for the first Job, the least, median and greatest time from the
+// client's create to a watch seeing it (one machine's clock, to the
+// millisecond); n counts the samples whose watch saw the milestone.
 func printSplit(kept []coldSample) {
-	fmt.Printf("\ncold start split over the kept samples (times the cluster recorded: creationTimestamp, conditions'\n" +
-		"lastTransitionTime and startedAt are to the second, so each segment is within +-1 s; the client's\n" +
-		"create and the watch's first Job are to the millisecond; all clocks are this machine's):\n\n")
-	fmt.Printf("%-52s %9s %9s %9s %4s\n", "", "min", "median", "max", "n")
-	line := func(name string, d []time.Duration) {
-		lo, med, hi := minMedMax(d)
-		fmt.Printf("%-52s %9s %9s %9s %4d\n", name, ms(lo), ms(med), ms(hi), len(d))
-	}
-	var total []time.Duration
-	for _, s := range kept {
-		total = append(total, s.seen.Sub(s.create))
-	}
-	line("TES create -> first Job seen by the watch (ms)", total)
-	for _, seg := range segments {
+	fmt.Printf("\ncold start split over the kept samples: from the client's TES create to a watch of this\n" +
+		"process seeing each milestone of the handler pod that took the task (this machine's clock):\n\n")
+	fmt.Printf("%-52s %9s %9s %9s %4s\n", "TES create ->", "min", "median", "max", "n")
+	for _, m := range append(slices.Clone(milestones), markFirstJobSeen) {
 		var d []time.Duration
 		for _, s := range kept {
-			d = append(d, seg.to(s).Sub(seg.from(s)))
+			if at, ok := s.marks[m]; ok {
+				d = append(d, at.Sub(s.create))
+			}
 		}
-		line(seg.name, d)
+		lo, med, hi := minMedMax(d)
+		fmt.Printf("%-52s %9s %9s %9s %4d\n", m, ms(lo), ms(med), ms(hi), len(d))
 	}
 }

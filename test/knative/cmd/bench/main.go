@@ -5,8 +5,9 @@
 //     activator starting a handler pod, the handler's step), with the
 //     sweep's PingSource held to a yearly schedule; a sample is kept only
 //     if no handler pod existed (in any phase) at the create, and split by
-//     the times the cluster recorded for the pod (created, scheduled,
-//     container started, Ready) and the Job;
+//     when this process's watches saw the handler pod pass each milestone
+//     (created, scheduled, its IP reported, each container running, in the
+//     revision's EndpointSlice, Ready) and the Job, to the millisecond;
 //   - warm: the same with a handler pod up;
 //   - step gap: an executor's Job seen complete to the next one's Job seen
 //     created, through the ApiServerSource's adapter, the Broker and a
@@ -101,6 +102,11 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 	var coldT, warmT []time.Duration
 	var kept []coldSample
 	dropped := 0
+	pods, err := watchHandler(ctx, env.C.Client, knative.Platform)
+	if err != nil {
+		return err
+	}
+	defer pods.stop()
 	was, unhold, err := holdSweep(ctx, env)
 	if err != nil {
 		return err
@@ -125,7 +131,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 			}
 			notComplete += b2i(!r.complete)
 			s.create, s.seen = r.create, r.seen
-			if err := coldSplit(ctx, env, r.id, &s); err != nil {
+			if err := coldSplit(ctx, env, pods, r.id, &s); err != nil {
 				return err
 			}
 			w, err := firstJob(ctx, api, jobs, nil)
@@ -142,9 +148,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 			}
 			kept = append(kept, s)
 			coldT = append(coldT, s.seen.Sub(s.create))
-			logf("round %d/%d: cold %s (pod created +%s, scheduled +%s, started +%s, ready +%s, Job +%s), warm %s", i+1, cold, d,
-				s.pod.Sub(s.create).Round(time.Millisecond), s.scheduled.Sub(s.create).Round(time.Millisecond), s.started.Sub(s.create).Round(time.Millisecond),
-				s.ready.Sub(s.create).Round(time.Millisecond), s.firstJob.Sub(s.create).Round(time.Millisecond), w.seen.Sub(w.create).Round(time.Millisecond))
+			logf("round %d/%d: cold %s (%s), warm %s", i+1, cold, d, s.describe(), w.seen.Sub(w.create).Round(time.Millisecond))
 		}
 		return nil
 	}()
