@@ -175,18 +175,17 @@ func coldSplit(ctx context.Context, env *knative.Env, pt *podTimes, id string, s
 // usually passes them, each the first time a watch saw it: this machine's
 // clock, to the millisecond.
 const (
-	markCreated        = "pod created"
-	markScheduled      = "pod scheduled (spec.nodeName)"
-	markIP             = "pod IP reported (status.podIP)"
-	markQueueStarted   = "queue-proxy running"
-	markUserStarted    = "user-container running"
-	markEndpoint       = "in the revision's EndpointSlice"
-	markUserReady      = "user-container ready"
-	markPodReady       = "pod Ready"
-	markEndpointReady  = "ready in the revision's EndpointSlice"
-	markFirstJobSeen   = "first Job seen"
-	markQueueContainer = "queue-proxy"
-	markUserContainer  = "user-container"
+	markCreated       = "pod created"
+	markScheduled     = "pod scheduled (spec.nodeName)"
+	markIP            = "pod IP reported (status.podIP)"
+	markQueueStarted  = "queue-proxy running"
+	markUserStarted   = "handler's container running"
+	markEndpoint      = "in the revision's EndpointSlice"
+	markUserReady     = "handler's container ready"
+	markPodReady      = "pod Ready"
+	markEndpointReady = "ready in the revision's EndpointSlice"
+	markFirstJobSeen  = "first Job seen"
+	queueContainer    = "queue-proxy"
 )
 
 var milestones = []string{markCreated, markScheduled, markIP, markQueueStarted, markUserStarted, markEndpoint, markUserReady, markPodReady, markEndpointReady}
@@ -201,13 +200,11 @@ func podMarks(pod *corev1.Pod) []string {
 		marks = append(marks, markIP)
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		started, ready := markQueueStarted, ""
-		switch cs.Name {
-		case markQueueContainer:
-		case markUserContainer:
-			started, ready = markUserStarted, markUserReady
-		default:
-			continue
+		// Knative names the Service's own container as the Service does
+		// (user-container when it does not); queue-proxy is Knative's.
+		started, ready := markUserStarted, markUserReady
+		if cs.Name == queueContainer {
+			started, ready = markQueueStarted, ""
 		}
 		if cs.State.Running != nil {
 			marks = append(marks, started)

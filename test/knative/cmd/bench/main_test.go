@@ -84,19 +84,18 @@ func TestColdStartMilestones(t *testing.T) {
 	}{
 		{"created", corev1.Pod{}, []string{markCreated}},
 		{"scheduled", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}}, []string{markCreated, markScheduled}},
-		{"queue-proxy running, user-container waiting", corev1.Pod{
+		{"queue-proxy running, the handler's container waiting", corev1.Pod{
 			Spec: corev1.PodSpec{NodeName: "n"},
 			Status: corev1.PodStatus{PodIP: "10.0.0.2", ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "queue-proxy", State: running},
-				{Name: "user-container"},
+				{Name: "handler"},
 			}},
 		}, []string{markCreated, markScheduled, markIP, markQueueStarted}},
 		{"Ready", corev1.Pod{
 			Spec: corev1.PodSpec{NodeName: "n"},
 			Status: corev1.PodStatus{PodIP: "10.0.0.2", ContainerStatuses: []corev1.ContainerStatus{
-				{Name: "user-container", State: running, Ready: true},
+				{Name: "handler", State: running, Ready: true},
 				{Name: "queue-proxy", State: running, Ready: true},
-				{Name: "sidecar", State: running, Ready: true},
 			}, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		}, []string{markCreated, markScheduled, markIP, markUserStarted, markUserReady, markQueueStarted, markPodReady}},
 		{"not Ready", corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}}}, []string{markCreated}},
