@@ -206,6 +206,14 @@ endif
 CLUSTER_UP_FLAGS += -nats
 endif
 
+# KUBELET_FEATURE_GATES (with a real node): feature gates the kubelet also
+# sets, as its --feature-gates flag takes them (e.g. EventedPLEG=true, an
+# alpha gate: BENCHMARKS.md's cold start without the kubelet's relist).
+KUBELET_FEATURE_GATES ?=
+ifneq ($(KUBELET_FEATURE_GATES),)
+CLUSTER_UP_FLAGS += -kubelet-feature-gates $(KUBELET_FEATURE_GATES)
+endif
+
 # cluster-bins builds all four (the test suite runs every kind of
 # cluster); cluster-up, dev and demo build only what the cluster they start
 # runs (up-bins): the control plane and kwok always, the real node's

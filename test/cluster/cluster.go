@@ -94,6 +94,10 @@ type Options struct {
 	RealNode bool
 	// NodeBinDir holds the node's binaries (default: NodeCacheDir()/bin).
 	NodeBinDir string
+	// KubeletFeatureGates (with RealNode) are set in the kubelet's
+	// configuration beside the node's own (PodLogsQuerySplitStreams), e.g.
+	// EventedPLEG to time a pod's start without the kubelet's relist.
+	KubeletFeatureGates map[string]bool
 	// NodeImages are loaded into the node's registry and containerd before
 	// the kubelet starts; BuildNodeImages, if set, is called to make more of
 	// them in the directory it is given.

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -369,7 +371,7 @@ func (c *Cluster) startRealNode(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := c.writeKubeletConfig(n, kubeletPort, healthPort); err != nil {
+	if err := c.writeKubeletConfig(n, kubeletPort, healthPort, opts.KubeletFeatureGates); err != nil {
 		return err
 	}
 	if err := c.startNodeProcess(opts, n, "kubelet", binKubelet, []string{
@@ -673,7 +675,7 @@ state = %s
 // default for its version).
 const DefaultSandboxImage = "registry.k8s.io/pause:3.10.2"
 
-func (c *Cluster) writeKubeletConfig(n *RealNode, port, healthPort int) error {
+func (c *Cluster) writeKubeletConfig(n *RealNode, port, healthPort int, gates map[string]bool) error {
 	k := c.pki()
 	dns := "resolvConf: /etc/resolv.conf\n"
 	if n.Services != nil {
@@ -719,8 +721,7 @@ registerNode: true
 maxPods: 110
 # A container's stdout and stderr served apart (the executors' TES logs).
 featureGates:
-  PodLogsQuerySplitStreams: true
-imageGCHighThresholdPercent: 100
+%simageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
   memory.available: 100Mi
@@ -737,8 +738,39 @@ localStorageCapacityIsolation: true
 logging:
   format: text
 `, n.HostIP, port, healthPort, k.path("node-serving.crt"), k.path("node-serving.key"), k.path("ca.crt"),
-		n.ContainerdSocket, n.CgroupRoot, filepath.Join(n.Dir, "podlogs"), dns)
+		n.ContainerdSocket, n.CgroupRoot, filepath.Join(n.Dir, "podlogs"), dns, kubeletGates(gates))
 	return os.WriteFile(filepath.Join(n.Dir, "kubelet", "config.yaml"), []byte(cfg), 0o644)
+}
+
+// kubeletGates writes the node's feature gates (PodLogsQuerySplitStreams)
+// and those of Options.KubeletFeatureGates, which win, as lines of the
+// configuration's featureGates, sorted by name.
+func kubeletGates(extra map[string]bool) string {
+	gates := map[string]bool{"PodLogsQuerySplitStreams": true}
+	maps.Copy(gates, extra)
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		fmt.Fprintf(&b, "  %s: %t\n", name, gates[name])
+	}
+	return b.String()
+}
+
+// ParseFeatureGates reads gates written as the kubelet's --feature-gates
+// flag takes them: Name=true,Other=false.
+func ParseFeatureGates(s string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(kv, "=")
+		on, err := strconv.ParseBool(value)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("feature gate %q: want Name=true or Name=false", kv)
+		}
+		gates[name] = on
+	}
+	return gates, nil
 }
 
 // ctr runs containerd's ctr against the node's containerd, in the

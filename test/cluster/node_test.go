@@ -77,3 +77,33 @@ func TestMirrorRef(t *testing.T) {
 }
 
 const sixtyFourHex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// Feature gates for the kubelet: read as its --feature-gates flag takes
+// them, written into its configuration beside the node's own, which they
+// may turn off.
+func TestKubeletFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    map[string]bool
+		wantErr bool
+	}{
+		{"", map[string]bool{}, false},
+		{"EventedPLEG=true", map[string]bool{"EventedPLEG": true}, false},
+		{" EventedPLEG=true, PodLogsQuerySplitStreams=false ,", map[string]bool{"EventedPLEG": true, "PodLogsQuerySplitStreams": false}, false},
+		{"EventedPLEG", nil, true},
+		{"EventedPLEG=yes", nil, true},
+		{"=true", nil, true},
+	} {
+		got, err := ParseFeatureGates(tc.in)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && !reflect.DeepEqual(got, tc.want)) {
+			t.Errorf("ParseFeatureGates(%q) = %v, %v; want %v (error %t)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if got, want := kubeletGates(nil), "  PodLogsQuerySplitStreams: true\n"; got != want {
+		t.Errorf("kubeletGates(nil) = %q, want %q", got, want)
+	}
+	if got, want := kubeletGates(map[string]bool{"PodLogsQuerySplitStreams": false, "EventedPLEG": true}),
+		"  EventedPLEG: true\n  PodLogsQuerySplitStreams: false\n"; got != want {
+		t.Errorf("kubeletGates = %q, want %q", got, want)
+	}
+}

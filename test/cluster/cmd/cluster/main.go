@@ -89,6 +89,7 @@ func up(args []string) error {
 	pods := fl.String("pods", "1000", "pod capacity of each node")
 	port := fl.Int("port", 0, "kube-apiserver port on 127.0.0.1 (0: a free one)")
 	timeout := fl.Duration("timeout", 2*time.Minute, "give up when not ready within this time")
+	kubeletGates := fl.String("kubelet-feature-gates", "", "with -real, feature gates the kubelet also sets, as its --feature-gates takes them (EventedPLEG=true)")
 	auditUsers := fl.String("audit-users", "", "comma-separated users whose requests the API server writes to <dir>/audit.log, one line per request (the benches count requests by them)")
 	_ = fl.Parse(args)
 
@@ -136,6 +137,16 @@ func up(args []string) error {
 			return err
 		}
 		opts.APIServerFlags = append(opts.APIServerFlags, flags...)
+	}
+	if *kubeletGates != "" {
+		if !*real {
+			return errors.New("-kubelet-feature-gates needs -real")
+		}
+		gates, err := cluster.ParseFeatureGates(*kubeletGates)
+		if err != nil {
+			return err
+		}
+		opts.KubeletFeatureGates = gates
 	}
 	if *real {
 		opts.RealNode = true
