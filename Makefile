@@ -128,7 +128,9 @@ bench: control-plane-bins build
 # Knative's pods (BENCHMARKS.md). Starts the cluster with KNATIVE=1 if none
 # is up (its API server writing the handler's requests to an audit log),
 # and stops it afterwards. COLD: the cold starts (and as many warm ones) to
-# time, each after the handler is back at zero. SCALE: then this many tasks
+# time, each after the handler is back at zero, each split to the
+# millisecond by the handler pod's milestones (COLD=20: 20 minutes here;
+# KUBELET_FEATURE_GATES sets the real node's kubelet's gates). SCALE: then this many tasks
 # of three executors at once, into the handler as Knative scales it (0:
 # none; BENCHMARKS.md records SCALE=250 and SCALE=1000 with SHARE=30:
 # 16 and 99 minutes here), SHARE of them at once (the
