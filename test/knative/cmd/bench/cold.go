@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
 )
@@ -280,57 +278,29 @@ func watchHandler(ctx context.Context, client kubernetes.Interface, ns string) (
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	for i := range podList.Items {
-		pt.see(podList.Items[i].Name, podMarks(&podList.Items[i]), now)
-	}
-	pw, err := watchtools.NewRetryWatcherWithContext(ctx, podList.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = handlerSelector
-			return pods.Watch(ctx, o)
-		},
-	})
+	stopPods, err := follow(ctx, podList.Items, podList.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = handlerSelector
+		return pods.Watch(ctx, o)
+	}, func(pod *corev1.Pod, now time.Time) { pt.see(pod.Name, podMarks(pod), now) })
 	if err != nil {
 		return nil, err
 	}
 	eps := client.DiscoveryV1().EndpointSlices(ns)
 	sliceList, err := eps.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		pw.Stop()
+		stopPods()
 		return nil, err
 	}
-	seeSlice := func(s *discoveryv1.EndpointSlice, now time.Time) {
+	stopSlices, err := follow(ctx, sliceList.Items, sliceList.ResourceVersion, eps.Watch, func(s *discoveryv1.EndpointSlice, now time.Time) {
 		for pod, marks := range sliceMarks(s) {
 			pt.see(pod, marks, now)
 		}
-	}
-	for i := range sliceList.Items {
-		seeSlice(&sliceList.Items[i], now)
-	}
-	sw, err := watchtools.NewRetryWatcherWithContext(ctx, sliceList.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return eps.Watch(ctx, o)
-		},
 	})
 	if err != nil {
-		pw.Stop()
+		stopPods()
 		return nil, err
 	}
-	pt.stop = func() { pw.Stop(); sw.Stop() }
-	go func() {
-		for ev := range pw.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
-				pt.see(pod.Name, podMarks(pod), time.Now())
-			}
-		}
-	}()
-	go func() {
-		for ev := range sw.ResultChan() {
-			if s, ok := ev.Object.(*discoveryv1.EndpointSlice); ok && ev.Type != watch.Deleted {
-				seeSlice(s, time.Now())
-			}
-		}
-	}()
+	pt.stop = func() { stopPods(); stopSlices() }
 	return pt, nil
 }
 

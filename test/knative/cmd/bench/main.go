@@ -267,28 +267,37 @@ func watchJobs(ctx context.Context, client kubernetes.Interface, ns string) (*jo
 		return nil, err
 	}
 	j := &jobTimes{added: map[string]time.Time{}, complete: map[string]time.Time{}}
-	now := time.Now()
-	for i := range list.Items {
-		j.see(&list.Items[i], now)
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = opts.LabelSelector
-			return api.Watch(ctx, o)
-		},
-	})
+	j.stop, err = follow(ctx, list.Items, list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = opts.LabelSelector
+		return api.Watch(ctx, o)
+	}, j.see)
 	if err != nil {
 		return nil, err
 	}
-	j.stop = w.Stop
+	return j, nil
+}
+
+// follow hands each listed item to see, then each object a watch from
+// the list's version adds or changes, as it comes: client-go's
+// RetryWatcher takes the watch again where it left off whenever the API
+// server ends it. It returns the func that stops the watch.
+func follow[T any](ctx context.Context, items []T, version string, watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error), see func(*T, time.Time)) (func(), error) {
+	now := time.Now()
+	for i := range items {
+		see(&items[i], now)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, version, &cache.ListWatch{WatchFuncWithContext: watchFunc})
+	if err != nil {
+		return nil, err
+	}
 	go func() {
 		for ev := range w.ResultChan() {
-			if job, ok := ev.Object.(*batchv1.Job); ok && ev.Type != watch.Deleted {
-				j.see(job, time.Now())
+			if obj, ok := any(ev.Object).(*T); ok && ev.Type != watch.Deleted {
+				see(obj, time.Now())
 			}
 		}
 	}()
-	return j, nil
+	return w.Stop, nil
 }
 
 // see records a Job's first sighting and its terminal condition's.
