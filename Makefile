@@ -129,7 +129,8 @@ bench: control-plane-bins build
 # is up (its API server writing the handler's requests to an audit log),
 # and stops it afterwards. COLD: the cold starts (and as many warm ones) to
 # time, each after the handler is back at zero, each split to the
-# millisecond by the handler pod's milestones (COLD=20: 20 minutes here;
+# millisecond by the handler pod's milestones (COLD=20: 20 minutes in the
+# run BENCHMARKS.md records of 2026-12-07 at fd56f4e;
 # KUBELET_FEATURE_GATES sets the real node's kubelet's gates). SCALE: then this many tasks
 # of three executors at once, into the handler as Knative scales it (0:
 # none; BENCHMARKS.md records SCALE=250 and SCALE=1000 with SHARE=30:
