@@ -47,6 +47,8 @@ type options struct {
 	port                                           int
 	kubeconfig                                     string
 	stateSink, sinkToken                           string
+	// stateEventsRequired: no sink is an error, not "publish nowhere".
+	stateEventsRequired bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -62,6 +64,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		return o, err
 	}
 	port, err := env.Port(8080)
+	if err != nil {
+		return o, err
+	}
+	required, err := env.Bool("STATE_EVENTS_REQUIRED")
 	if err != nil {
 		return o, err
 	}
@@ -87,6 +93,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	stateSink := def("STATE_EVENTS_SINK", getenv("K_SINK"))
 	fs.StringVar(&o.stateSink, "state-events-sink", stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
 	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", events.DefaultSinkTokenFile), "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
+	fs.BoolVar(&o.stateEventsRequired, "state-events-required", required, "refuse to start without a sink for the state changes (env STATE_EVENTS_REQUIRED)")
 	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -94,8 +101,18 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if o.stateEventsRequired && o.stateSink == "" && !o.version {
+		return o, errNoStateSink
+	}
 	return o, nil
 }
+
+// errNoStateSink stops a handler that must publish the state changes and
+// has nowhere to: a revision of its Knative Service made before the
+// SinkBinding bound it has no K_SINK, and would drop every change it made.
+// Exiting keeps that revision from ever being Ready, so Knative routes
+// events only to the bound one it makes next.
+var errNoStateSink = errors.New("STATE_EVENTS_REQUIRED is set and there is no sink for the state changes: neither STATE_EVENTS_SINK nor K_SINK (which the SinkBinding tesk-handler-state-events sets on the revision it binds; this one was made before it did)")
 
 // stdout receives --version's answer.
 var stdout io.Writer = os.Stdout

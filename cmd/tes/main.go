@@ -49,6 +49,8 @@ type options struct {
 	debug                       bool
 	noAuth                      bool
 	version                     bool
+	// sinkRequired: no sink is an error, not "post no events".
+	sinkRequired bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -63,6 +65,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	if err != nil {
 		return o, err
 	}
+	required, err := env.Bool("SINK_REQUIRED")
+	if err != nil {
+		return o, err
+	}
 	fs := flag.NewFlagSet("tes", flag.ContinueOnError)
 	ns := def("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace))
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
@@ -74,14 +80,25 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.noAuth, "no-auth", false, "serve without access control (local development only)")
 	fs.BoolVar(&o.version, "version", false, "print the TES API's version and exit")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	fs.BoolVar(&o.sinkRequired, "sink-required", required, "refuse to start without a sink for task.submitted and task.cancelled (env SINK_REQUIRED)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if o.sinkRequired && o.sink == "" && !o.version {
+		return o, errNoSink
+	}
 	return o, nil
 }
+
+// errNoSink stops a TES API that must post its events and has nowhere to:
+// a revision of its Knative Service made before the SinkBinding bound it
+// has no K_SINK, and each task it took would wait for the handler's sweep
+// to start it. Exiting keeps that revision from ever being Ready, so
+// Knative routes requests only to the bound one it makes next.
+var errNoSink = errors.New("SINK_REQUIRED is set and K_SINK is not (the SinkBinding tesk-tes sets it on the revision it binds; this one was made before it did)")
 
 // stdout receives --version's answer.
 var stdout io.Writer = os.Stdout

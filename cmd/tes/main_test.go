@@ -157,6 +157,23 @@ func TestOptions(t *testing.T) {
 	if _, err := parseOptions(nil, env(map[string]string{"DEBUG": "maybe"})); err == nil {
 		t.Errorf("DEBUG=maybe accepted")
 	}
+	// SINK_REQUIRED: a revision the SinkBinding has not bound yet does not
+	// start; one it bound does.
+	if o, err := parseOptions(nil, env(map[string]string{"SINK_REQUIRED": "true", "K_SINK": "http://broker"})); err != nil || !o.sinkRequired {
+		t.Errorf("SINK_REQUIRED with K_SINK: %+v %v", o, err)
+	}
+	if _, err := parseOptions(nil, env(map[string]string{"SINK_REQUIRED": "true"})); err == nil || !strings.Contains(err.Error(), "K_SINK is not") {
+		t.Errorf("SINK_REQUIRED without K_SINK: %v, want an error naming K_SINK", err)
+	}
+	if _, err := parseOptions([]string{"-sink-required"}, env(nil)); err == nil || !strings.Contains(err.Error(), "K_SINK is not") {
+		t.Errorf("-sink-required without K_SINK: %v, want an error naming K_SINK", err)
+	}
+	if _, err := parseOptions(nil, env(map[string]string{"SINK_REQUIRED": "maybe", "K_SINK": "http://broker"})); err == nil || !strings.Contains(err.Error(), "SINK_REQUIRED") {
+		t.Errorf("SINK_REQUIRED=maybe: %v, want an error naming it", err)
+	}
+	if o, err := parseOptions(nil, env(nil)); err != nil || o.sinkRequired {
+		t.Errorf("no K_SINK, not required: %+v %v, want it to start (the sweep starts the tasks)", o, err)
+	}
 }
 
 func TestAuthModes(t *testing.T) {

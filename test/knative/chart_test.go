@@ -34,8 +34,10 @@ import (
 
 // The chart (charts/tesk-knative) installed with the Helm SDK beside
 // config/knative, in namespaces of its own, with only the images, the
-// issuer, the events' audience and state events set: it becomes Ready; its
-// handler refuses an event posted to it without a token (401) and takes
+// issuer, the events' audience and state events set: it becomes Ready, and
+// no revision of the handler or the TES API is Ready without the K_SINK
+// their SinkBindings set (the first, made before, exits); its handler
+// refuses an event posted to it without a token (401) and takes
 // one with a token of its namespace for the audience, as the Triggers send
 // (Eventing's authentication-oidc is on); its EventPolicies, which
 // broker.eventPolicies' default renders where that feature is on, refuse
@@ -130,6 +132,18 @@ func TestChartOnKnative(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("chart installed and Ready in %s", time.Since(t0).Round(time.Millisecond))
+	// The first revision of each Service with a SinkBinding is made before
+	// the binding could set K_SINK; it exits (STATE_EVENTS_REQUIRED,
+	// SINK_REQUIRED), so that none without K_SINK ever takes a request.
+	for _, svc := range []string{"tesk-handler", "tesk-tes"} {
+		unbound, err := readyWithout(ctx, chart, svc, "K_SINK")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(unbound) > 0 {
+			t.Errorf("%s: revisions %v are Ready without K_SINK: the requests they take post no events", svc, unbound)
+		}
+	}
 
 	handlerURL, err := chart.URL(ctx, ServiceGVR.Resource, "tesk-handler")
 	if err != nil {
@@ -426,6 +440,36 @@ func waitRevisionOf(ctx context.Context, e *Env, service, image string, timeout 
 			return nil, err
 		}
 	}
+}
+
+// readyWithout lists the Ready revisions of a Knative Service of e's
+// platform namespace whose first container has no variable name.
+func readyWithout(ctx context.Context, e *Env, service, name string) ([]string, error) {
+	list, err := e.C.Dynamic.Resource(RevisionGVR).Namespace(e.Namespaces.Platform).List(ctx, metav1.ListOptions{LabelSelector: "serving.knative.dev/service=" + service})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("%s has no revision", service)
+	}
+	var without []string
+	for _, rev := range list.Items {
+		if ok, _ := ready(&rev); !ok {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(rev.Object, "spec", "containers")
+		has := false
+		if len(cs) > 0 {
+			vars, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "env")
+			for _, v := range vars {
+				has = has || v.(map[string]any)["name"] == name
+			}
+		}
+		if !has {
+			without = append(without, rev.GetName())
+		}
+	}
+	return without, nil
 }
 
 // firstJob is the task's Job created first.
