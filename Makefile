@@ -131,10 +131,10 @@ bench: control-plane-bins build
 # time, each after the handler is back at zero, each split to the
 # millisecond by the handler pod's milestones (COLD=20: 20 minutes in the
 # run BENCHMARKS.md records of 2026-12-07 at fd56f4e;
-# KUBELET_FEATURE_GATES sets the real node's kubelet's gates). SCALE: then this many tasks
-# of three executors at once, into the handler as Knative scales it (0:
-# none; BENCHMARKS.md records SCALE=250 and SCALE=1000 with SHARE=30:
-# 16 and 99 minutes here), SHARE of them at once (the
+# KUBELET_FEATURE_GATES sets the real node's kubelet's gates). SCALE: then
+# this many tasks of three executors at once, into the handler as Knative
+# scales it (0: none; BENCHMARKS.md records SCALE=250 and SCALE=1000 with
+# SHARE=30: 16 and 99 minutes here), SHARE of them at once (the
 # user's share, QUOTA_TASKS_PER_USER: what the real node's 110 pods and 2
 # cores take; 0: all at once).
 COLD ?= 5

@@ -457,15 +457,11 @@ func readyWithout(ctx context.Context, e *Env, service, name string) ([]string, 
 		if ok, _ := ready(&rev); !ok {
 			continue
 		}
-		cs, _, _ := unstructured.NestedSlice(rev.Object, "spec", "containers")
-		has := false
-		if len(cs) > 0 {
-			vars, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "env")
-			for _, v := range vars {
-				has = has || v.(map[string]any)["name"] == name
-			}
+		var vars []any
+		if cs, _, _ := unstructured.NestedSlice(rev.Object, "spec", "containers"); len(cs) > 0 {
+			vars, _, _ = unstructured.NestedSlice(cs[0].(map[string]any), "env")
 		}
-		if !has {
+		if !slices.ContainsFunc(vars, func(v any) bool { return v.(map[string]any)["name"] == name }) {
 			without = append(without, rev.GetName())
 		}
 	}
