@@ -14,10 +14,13 @@ import (
 // fileTransport reads and writes file:// URLs on the transfer volume: a URL
 // names a path below HostBasePath on the host, which the filer reaches at
 // the same relative path below ContainerBasePath. Nothing outside it is
-// read or written, also through symbolic links.
+// read or written, also through symbolic links. A filer that runs as root
+// with a FileWriter writes only through its writers, as the filer's own
+// user (writer.go).
 type fileTransport struct {
-	host string
-	root *os.Root
+	host   string
+	root   *os.Root
+	writer *writers // nil: written by this process
 }
 
 func newFileTransport(opts Options) (*fileTransport, error) {
@@ -31,10 +34,19 @@ func newFileTransport(opts Options) (*fileTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CONTAINER_BASE_PATH: %v", err)
 	}
-	return &fileTransport{host: path.Clean(opts.HostBasePath), root: root}, nil
+	t := &fileTransport{host: path.Clean(opts.HostBasePath), root: root}
+	if opts.FileWriter != nil && os.Geteuid() == 0 {
+		t.writer = newWriters(*opts.FileWriter, opts.ContainerBasePath)
+	}
+	return t, nil
 }
 
-func (t *fileTransport) close() { _ = t.root.Close() }
+func (t *fileTransport) close() {
+	if t.writer != nil {
+		t.writer.close()
+	}
+	_ = t.root.Close()
+}
 
 // rel maps a file:// URL to its path relative to the base path.
 func (t *fileTransport) rel(raw string) (string, error) {
@@ -97,27 +109,13 @@ func (t *fileTransport) put(ctx context.Context, raw string, f *os.File, size in
 	if rel == "." {
 		return errors.New("the URL names the base directory, not a file")
 	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := t.root.MkdirAll(dir, 0o777); err != nil {
-			return err
-		}
-	}
-	if fi, err := t.root.Stat(rel); err == nil && fi.IsDir() {
-		return errors.New("refusing to write a file onto an existing directory")
-	}
-	w, err := t.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-	if err != nil {
-		return err
-	}
 	if _, err := f.Seek(0, 0); err != nil {
-		w.Close()
 		return err
 	}
-	_, err = copyStream(w, ctxReader{ctx, f})
-	if cerr := w.Close(); err == nil {
-		err = cerr
+	if t.writer != nil {
+		return t.writer.put(ctx, rel, f)
 	}
-	return err
+	return writeFileIn(t.root, rel, ctxReader{ctx, f})
 }
 
 func (t *fileTransport) list(ctx context.Context, raw string, fn func(rel, url string, isDir bool) error) error {
@@ -196,8 +194,8 @@ func (t *fileTransport) mkdir(ctx context.Context, raw string) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := t.root.Stat(rel); err == nil && !fi.IsDir() {
-		return errors.New("refusing to create a directory where a file exists")
+	if t.writer != nil {
+		return t.writer.mkdir(ctx, rel)
 	}
-	return t.root.MkdirAll(rel, 0o777)
+	return makeDirIn(t.root, rel)
 }

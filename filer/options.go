@@ -61,6 +61,11 @@ type Options struct {
 	// path below ContainerBasePath (where the transfer volume is mounted).
 	// ContainerBasePath defaults to HostBasePath.
 	HostBasePath, ContainerBasePath string
+	// FileWriter, when set and the filer runs as root, is the user and
+	// groups that write file:// uploads: the filer's own, not root's
+	// (FILER_WRITE_AS, FILER_WRITE_GROUPS; behaviour §3.13). Nil, or a
+	// filer that is not root: the filer writes them itself.
+	FileWriter *FileWriter
 
 	// Reach, when set, is the addresses HTTP(S) and FTP connections may
 	// go to; nil: any.
@@ -161,6 +166,9 @@ func (o Options) withDefaults() Options {
 //	NETRC                               netrc file (default ~/.netrc if present)
 //	AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE
 //	HOST_BASE_PATH, CONTAINER_BASE_PATH file:// mapping
+//	FILER_WRITE_AS, FILER_WRITE_GROUPS  UID:GID and supplementary groups
+//	                                    (comma-separated) that write file://
+//	                                    uploads when the filer runs as root
 //	TESK_USER_CREDENTIALS               a directory with the task's user's own
 //	                                    .netrc and FTP username and password
 //	                                    files, in place of NETRC and TESK_FTP_*
@@ -171,8 +179,9 @@ func (o Options) withDefaults() Options {
 //
 // The logger is left nil. It fails on a FILER_HTTP_TIMEOUT that is not a
 // positive number of seconds, on a FILER_PARALLELISM that is not a whole
-// number from 1 to MaxParallelism, and on a FILER_ALLOWED_CIDRS entry that
-// is not a CIDR.
+// number from 1 to MaxParallelism, on a FILER_ALLOWED_CIDRS entry that
+// is not a CIDR, and on a FILER_WRITE_AS or FILER_WRITE_GROUPS that
+// ParseFileWriter refuses.
 func OptionsFromEnv() (Options, error) {
 	var o Options
 	var err error
@@ -223,6 +232,13 @@ func OptionsFromEnv() (Options, error) {
 	o.AWS.Profile = os.Getenv("AWS_PROFILE")
 	// A user's own credentials, or none: never the node's or the pod's.
 	o.AWS.KeysOnly = strings.TrimSpace(os.Getenv("TESK_USER_CREDENTIALS")) != ""
+	if v := strings.TrimSpace(os.Getenv("FILER_WRITE_AS")); v != "" {
+		if o.FileWriter, err = ParseFileWriter(v, os.Getenv("FILER_WRITE_GROUPS")); err != nil {
+			return o, err
+		}
+	} else if strings.TrimSpace(os.Getenv("FILER_WRITE_GROUPS")) != "" {
+		return o, errors.New("FILER_WRITE_GROUPS is set without FILER_WRITE_AS")
+	}
 	o.HostBasePath = os.Getenv("HOST_BASE_PATH")
 	o.ContainerBasePath = os.Getenv("CONTAINER_BASE_PATH")
 	if o.ContainerBasePath == "" {

@@ -11,6 +11,10 @@
 // filer.OptionsFromEnv). Logs go to stderr, errors only unless --debug or
 // DEBUG is set. Outputs mode ends by printing one line to stdout,
 // "TESK_OUTPUT_FILE_LOGS [...]", listing the uploaded files.
+//
+// "filer file-writer BASE" is the file writer a root filer starts as the
+// filer's own user to write its file:// uploads (filer.ServeFileWriter,
+// FILER_WRITE_AS); it is not run by hand.
 package main
 
 import (
@@ -175,6 +179,9 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == filer.WriterCommand {
+		os.Exit(filer.ServeFileWriter(os.Args[2:], os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

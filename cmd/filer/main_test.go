@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
@@ -261,5 +262,70 @@ func writeFile(t *testing.T, p string, b []byte) {
 	}
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The built command as a root outputs filer with FILER_WRITE_AS: its
+// file:// uploads are written by the binary itself, started as that user
+// (behaviour §3.13): another user's file stays as it was, a new file is
+// the user's. FILER_WRITE_AS root is refused, naming the setting.
+func TestBinaryWritesFileURLsAsTheFilersUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starts the file writer as another user, which needs root")
+	}
+	open := func() string { // a directory every user may enter
+		d, err := os.MkdirTemp("", "tesk-filer-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	bin := filepath.Join(open(), "filer")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	base, dir := open(), t.TempDir()
+	victim := filepath.Join(base, "victim.txt")
+	writeFile(t, victim, []byte("theirs\n"))
+	if err := os.Chown(victim, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "data/o"), []byte("mine\n"))
+	run := func(as string, url string) (int, string) {
+		raw := taskJSON(t, nil, []taskspec.Output{{URL: url, Path: "/data/o"}})
+		cmd := exec.Command(bin, "outputs", "--task-dir", dir, string(raw))
+		cmd.Env = []string{"HOST_BASE_PATH=/transfer", "CONTAINER_BASE_PATH=" + base, "FILER_WRITE_AS=" + as}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), errb.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, errb.String()
+	}
+	if code, stderr := run("65532:65532", "file:///transfer/victim.txt"); code != 1 || !strings.Contains(stderr, "permission denied (file:// outputs are written as the filer's user 65532, group 65532)") {
+		t.Errorf("over another user's file: exit %d, stderr %q", code, stderr)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "theirs\n" {
+		t.Errorf("another user's file holds %q, %v", b, err)
+	}
+	if code, stderr := run("65532:65532", "file:///transfer/new/mine.txt"); code != 0 {
+		t.Errorf("a new file: exit %d, stderr %q", code, stderr)
+	}
+	fi, err := os.Stat(filepath.Join(base, "new/mine.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65532 || st.Gid != 65532 {
+		t.Errorf("the new file is owned by %d:%d, want 65532:65532", st.Uid, st.Gid)
+	}
+	if code, stderr := run("0:0", "file:///transfer/new/root.txt"); code != 1 || !strings.Contains(stderr, "FILER_WRITE_AS: user 0 is root") {
+		t.Errorf("FILER_WRITE_AS root: exit %d, stderr %q", code, stderr)
 	}
 }
