@@ -221,6 +221,9 @@ func BuildFilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1
 	if cfg.FilerAllowedCIDRs != "" {
 		env = append(env, corev1.EnvVar{Name: "FILER_ALLOWED_CIDRS", Value: cfg.FilerAllowedCIDRs})
 	}
+	if part == taskmeta.PartOutputsFiler {
+		env = append(env, fileWriterEnv(cfg)...)
+	}
 	user := ""
 	if cfg.UserSecretPrefix != "" && a.Creator != "" {
 		user = UserSecretName(cfg.UserSecretPrefix, a.Creator)

@@ -2,6 +2,8 @@ package steps
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -106,9 +108,13 @@ func shareTaskVolume(ps *corev1.PodSpec, cfg Config) {
 // and with whatever mode (a file of mode 0600, a directory of 0700):
 //   - Executors may run as root (the operator's executor context does not
 //     set runAsNonRoot): the outputs filer runs as user 0, its group and
-//     fsGroup the filer's, with the filer's container context and the one
-//     capability DAC_OVERRIDE (every other stays dropped; Pod Security
-//     baseline admits it), so it reads files of any owner and mode.
+//     fsGroup the filer's, with the filer's container context, never
+//     privileged nor escalating, whose capabilities are replaced by
+//     exactly DAC_OVERRIDE, SETUID and SETGID (every other dropped; Pod
+//     Security baseline admits them): it reads files of any owner and
+//     mode, and writes the file:// transfer volume only through file
+//     writers it starts as the filer's own user (FileWriter), which have
+//     no capability.
 //   - Executors are confined to a non-root user (runAsNonRoot and
 //     runAsUser in the operator's executor context): the outputs filer
 //     runs as that user (and group), without capabilities, which Pod
@@ -120,22 +126,22 @@ func shareTaskVolume(ps *corev1.PodSpec, cfg Config) {
 func OutputsFilerSecurity(cfg Config) (*corev1.PodSecurityContext, *corev1.SecurityContext) {
 	pod, ctr := cfg.FilerPodSecurityContext.DeepCopy(), cfg.FilerSecurityContext.DeepCopy()
 	ex := cfg.ExecutorSecurityContext
-	nonRoot := ex != nil && ex.RunAsNonRoot != nil && *ex.RunAsNonRoot
 	switch {
-	case !nonRoot:
+	case outputsFilerIsRoot(cfg):
 		if pod == nil {
 			pod = &corev1.PodSecurityContext{}
 		}
-		root := int64(0)
+		root, no := int64(0), false
 		pod.RunAsUser, pod.RunAsNonRoot = &root, nil
 		if ctr == nil {
 			ctr = &corev1.SecurityContext{}
 		}
 		ctr.RunAsUser, ctr.RunAsNonRoot = nil, nil
-		if ctr.Capabilities == nil {
-			ctr.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+		ctr.Privileged, ctr.AllowPrivilegeEscalation = nil, &no
+		ctr.Capabilities = &corev1.Capabilities{
+			Drop: []corev1.Capability{"ALL"},
+			Add:  slices.Clone(outputsFilerCapabilities),
 		}
-		ctr.Capabilities.Add = []corev1.Capability{"DAC_OVERRIDE"}
 	case ex.RunAsUser != nil:
 		if pod == nil {
 			pod = &corev1.PodSecurityContext{}
@@ -151,4 +157,74 @@ func OutputsFilerSecurity(cfg Config) (*corev1.PodSecurityContext, *corev1.Secur
 		}
 	}
 	return pod, ctr
+}
+
+// outputsFilerCapabilities are the root outputs filer's capabilities, and
+// all of them: DAC_OVERRIDE to read what executors of any user wrote,
+// SETUID and SETGID to start its file writers as the filer's user.
+var outputsFilerCapabilities = []corev1.Capability{"DAC_OVERRIDE", "SETGID", "SETUID"}
+
+// outputsFilerIsRoot reports whether the outputs filer runs as root: while
+// the operator's executor context lets executors run as root.
+func outputsFilerIsRoot(cfg Config) bool {
+	ex := cfg.ExecutorSecurityContext
+	return ex == nil || ex.RunAsNonRoot == nil || !*ex.RunAsNonRoot
+}
+
+// FileWriter is the user, group and supplementary groups a root outputs
+// filer writes the file:// transfer volume as: the filer's own, as its
+// configured contexts run the inputs filer (the container's runAsUser and
+// runAsGroup over the pod's; the pod's fsGroup and supplementalGroups),
+// and the filer image's user and group 65532 where they set none. A filer
+// configured as root writes as 65532 too: root would keep the outputs
+// filer's capabilities.
+func FileWriter(cfg Config) (uid, gid int64, groups []int64) {
+	uid, gid = defaultFilerUID, defaultFilerUID
+	if p := cfg.FilerPodSecurityContext; p != nil {
+		if p.RunAsUser != nil {
+			uid = *p.RunAsUser
+		}
+		if p.RunAsGroup != nil {
+			gid = *p.RunAsGroup
+		}
+		if p.FSGroup != nil {
+			groups = append(groups, *p.FSGroup)
+		}
+		for _, g := range p.SupplementalGroups {
+			if !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
+	}
+	if c := cfg.FilerSecurityContext; c != nil {
+		if c.RunAsUser != nil {
+			uid = *c.RunAsUser
+		}
+		if c.RunAsGroup != nil {
+			gid = *c.RunAsGroup
+		}
+	}
+	if uid == 0 {
+		uid = defaultFilerUID
+	}
+	return uid, gid, groups
+}
+
+// fileWriterEnv tells a root outputs filer whom to write the transfer
+// volume as (filer.OptionsFromEnv: FILER_WRITE_AS, FILER_WRITE_GROUPS);
+// nothing for a filer that is not root.
+func fileWriterEnv(cfg Config) []corev1.EnvVar {
+	if !outputsFilerIsRoot(cfg) {
+		return nil
+	}
+	uid, gid, groups := FileWriter(cfg)
+	env := []corev1.EnvVar{{Name: "FILER_WRITE_AS", Value: strconv.FormatInt(uid, 10) + ":" + strconv.FormatInt(gid, 10)}}
+	if len(groups) > 0 {
+		gs := make([]string, len(groups))
+		for i, g := range groups {
+			gs[i] = strconv.FormatInt(g, 10)
+		}
+		env = append(env, corev1.EnvVar{Name: "FILER_WRITE_GROUPS", Value: strings.Join(gs, ",")})
+	}
+	return env
 }

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,57 +57,123 @@ func TestExecutorsShareTheFilersGroup(t *testing.T) {
 }
 
 // behaviour §3.13: the outputs filer reads what executors of any user
-// wrote: as root with DAC_OVERRIDE alone while executors may run as root,
-// as the executors' user when the operator confines them to one; the
-// inputs filer keeps the filer's contexts.
-func TestOutputsFilerReadsWhatExecutorsWrote(t *testing.T) {
-	task := taskWith(1, withInput, withOutput)
-	def := DefaultConfig()
-	in := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, task, def).Spec.Template.Spec
-	if !reflect.DeepEqual(in.SecurityContext, DefaultFilerPodSecurityContext()) || !reflect.DeepEqual(in.Containers[0].SecurityContext, DefaultFilerSecurityContext()) {
-		t.Errorf("inputs filer %+v %+v, want the filer's defaults", in.SecurityContext, in.Containers[0].SecurityContext)
+// wrote: as root with exactly DAC_OVERRIDE, SETUID and SETGID (all others
+// dropped, whatever FILER_SECURITY_CONTEXT says) while executors may run
+// as root, writing the transfer volume through writers of the filer's own
+// user (FILER_WRITE_AS, FILER_WRITE_GROUPS); as the executors' user when
+// the operator confines them to one; the inputs filer keeps the filer's
+// contexts. A root outputs filer passes Pod Security baseline.
+func TestOutputsFilerSecurity(t *testing.T) {
+	yes, no := true, false
+	rootPod := func() *corev1.PodSecurityContext {
+		p := DefaultFilerPodSecurityContext()
+		p.RunAsUser, p.RunAsNonRoot = i64(0), nil
+		return p
 	}
-
-	out := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, task, def).Spec.Template.Spec
-	wantPod := DefaultFilerPodSecurityContext()
-	wantPod.RunAsUser, wantPod.RunAsNonRoot = i64(0), nil
-	wantCtr := DefaultFilerSecurityContext()
-	wantCtr.Capabilities.Add = []corev1.Capability{"DAC_OVERRIDE"}
-	if !reflect.DeepEqual(out.SecurityContext, wantPod) {
-		t.Errorf("outputs filer pod %+v, want %+v", out.SecurityContext, wantPod)
+	exact := &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"DAC_OVERRIDE", "SETGID", "SETUID"}}
+	rootCtr := func() *corev1.SecurityContext {
+		c := DefaultFilerSecurityContext()
+		c.Capabilities = exact
+		return c
 	}
-	if !reflect.DeepEqual(out.Containers[0].SecurityContext, wantCtr) {
-		t.Errorf("outputs filer container %+v, want %+v", out.Containers[0].SecurityContext, wantCtr)
+	writeAs := func(as, groups string) map[string]string {
+		env := map[string]string{"FILER_WRITE_AS": as}
+		if groups != "" {
+			env["FILER_WRITE_GROUPS"] = groups
+		}
+		return env
 	}
-	if def.FilerPodSecurityContext.RunAsUser == nil || *def.FilerPodSecurityContext.RunAsUser != defaultFilerUID {
-		t.Errorf("building the outputs filer changed the configuration: %+v", def.FilerPodSecurityContext)
+	confined := &corev1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(1234), RunAsGroup: i64(1235)}
+	cases := []struct {
+		name    string
+		part    string
+		cfg     func(*Config)
+		wantPod *corev1.PodSecurityContext
+		wantCtr *corev1.SecurityContext
+		wantEnv map[string]string // FILER_WRITE_*; nil: none
+	}{
+		{"inputs filer: the filer's contexts", taskmeta.PartInputsFiler, nil,
+			DefaultFilerPodSecurityContext(), DefaultFilerSecurityContext(), nil},
+		{"the defaults: root, three capabilities, writes as 65532", taskmeta.PartOutputsFiler, nil,
+			rootPod(), rootCtr(), writeAs("65532:65532", "65532")},
+		{"FILER_SECURITY_CONTEXT adds a capability without dropping ALL", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerSecurityContext.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}
+		}, rootPod(), rootCtr(), writeAs("65532:65532", "65532")},
+		{"FILER_SECURITY_CONTEXT drops some, adds others, privileged", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerSecurityContext = &corev1.SecurityContext{Privileged: &yes, AllowPrivilegeEscalation: &yes,
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}, Add: []corev1.Capability{"SYS_ADMIN", "CHOWN"}}}
+		}, rootPod(), &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Capabilities: exact}, writeAs("65532:65532", "65532")},
+		{"FILER_SECURITY_CONTEXT without capabilities", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerSecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes}
+		}, rootPod(), &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no, Capabilities: exact}, writeAs("65532:65532", "65532")},
+		{"no filer contexts: the image's user", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerPodSecurityContext, c.FilerSecurityContext = nil, nil
+		}, &corev1.PodSecurityContext{RunAsUser: i64(0)}, &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Capabilities: exact}, writeAs("65532:65532", "")},
+		{"the filer's own user, group, fsGroup and supplemental groups", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerPodSecurityContext = &corev1.PodSecurityContext{RunAsUser: i64(1000), RunAsGroup: i64(2000), FSGroup: i64(3000), SupplementalGroups: []int64{4000, 3000}}
+		}, &corev1.PodSecurityContext{RunAsUser: i64(0), RunAsGroup: i64(2000), FSGroup: i64(3000), SupplementalGroups: []int64{4000, 3000}},
+			rootCtr(), writeAs("1000:2000", "3000,4000")},
+		{"the filer container's user over the pod's", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerSecurityContext.RunAsUser, c.FilerSecurityContext.RunAsGroup = i64(1001), i64(2001)
+		}, rootPod(), func() *corev1.SecurityContext { c := rootCtr(); c.RunAsGroup = i64(2001); return c }(), writeAs("1001:2001", "65532")},
+		{"a filer configured as root writes as 65532", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.FilerPodSecurityContext = &corev1.PodSecurityContext{RunAsUser: i64(0), RunAsGroup: i64(0)}
+		}, &corev1.PodSecurityContext{RunAsUser: i64(0), RunAsGroup: i64(0)}, rootCtr(), writeAs("65532:0", "")},
+		{"executors confined to a user: that user, no capability", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.ExecutorSecurityContext = confined
+		}, func() *corev1.PodSecurityContext {
+			p := DefaultFilerPodSecurityContext()
+			p.RunAsUser, p.RunAsGroup = i64(1234), i64(1235)
+			return p
+		}(), DefaultFilerSecurityContext(), nil},
+		{"non-root images: the filer's contexts", taskmeta.PartOutputsFiler, func(c *Config) {
+			c.ExecutorSecurityContext = &corev1.SecurityContext{RunAsNonRoot: &yes}
+		}, DefaultFilerPodSecurityContext(), DefaultFilerSecurityContext(), nil},
 	}
-
-	yes := true
-	confined := DefaultConfig()
-	confined.ExecutorSecurityContext = &corev1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(1234), RunAsGroup: i64(1235)}
-	out = BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, task, confined).Spec.Template.Spec
-	wantPod = DefaultFilerPodSecurityContext()
-	wantPod.RunAsUser, wantPod.RunAsGroup = i64(1234), i64(1235)
-	if !reflect.DeepEqual(out.SecurityContext, wantPod) || !reflect.DeepEqual(out.Containers[0].SecurityContext, DefaultFilerSecurityContext()) {
-		t.Errorf("outputs filer with confined executors %+v %+v", out.SecurityContext, out.Containers[0].SecurityContext)
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	images := DefaultConfig()
-	images.ExecutorSecurityContext = &corev1.SecurityContext{RunAsNonRoot: &yes}
-	out = BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, task, images).Spec.Template.Spec
-	if !reflect.DeepEqual(out.SecurityContext, DefaultFilerPodSecurityContext()) || !reflect.DeepEqual(out.Containers[0].SecurityContext, DefaultFilerSecurityContext()) {
-		t.Errorf("outputs filer with non-root images %+v %+v", out.SecurityContext, out.Containers[0].SecurityContext)
-	}
-
-	none := DefaultConfig()
-	none.FilerPodSecurityContext, none.FilerSecurityContext = nil, nil
-	out = BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, task, none).Spec.Template.Spec
-	if sc := out.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
-		t.Errorf("outputs filer without filer contexts: pod %+v, want user 0", sc)
-	}
-	if c := out.Containers[0].SecurityContext; c == nil || !reflect.DeepEqual(c.Capabilities, &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"DAC_OVERRIDE"}}) {
-		t.Errorf("outputs filer without filer contexts: container %+v", c)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if c.cfg != nil {
+				c.cfg(&cfg)
+			}
+			before := cfg.FilerSecurityContext.DeepCopy()
+			beforePod := cfg.FilerPodSecurityContext.DeepCopy()
+			tmpl := BuildFilerJob(testAnchor, c.part, taskWith(1, withInput, withOutput), cfg).Spec.Template
+			ps := tmpl.Spec
+			if !reflect.DeepEqual(ps.SecurityContext, c.wantPod) {
+				t.Errorf("pod %+v\nwant %+v", ps.SecurityContext, c.wantPod)
+			}
+			if got := ps.Containers[0].SecurityContext; !reflect.DeepEqual(got, c.wantCtr) {
+				t.Errorf("container %+v\nwant %+v", got, c.wantCtr)
+			}
+			var env map[string]string
+			for _, e := range ps.Containers[0].Env {
+				if strings.HasPrefix(e.Name, "FILER_WRITE_") {
+					if env == nil {
+						env = map[string]string{}
+					}
+					env[e.Name] = e.Value
+				}
+			}
+			if !reflect.DeepEqual(env, c.wantEnv) {
+				t.Errorf("env %v, want %v", env, c.wantEnv)
+			}
+			if !reflect.DeepEqual(cfg.FilerSecurityContext, before) || !reflect.DeepEqual(cfg.FilerPodSecurityContext, beforePod) {
+				t.Error("building the filer changed the configuration")
+			}
+			if c.part == taskmeta.PartOutputsFiler && c.wantEnv != nil {
+				lv := psaapi.LevelVersion{Level: psaapi.LevelBaseline, Version: psaapi.LatestVersion()}
+				for _, r := range eval.EvaluatePod(lv, &tmpl.ObjectMeta, &tmpl.Spec) {
+					if !r.Allowed {
+						t.Errorf("baseline refuses the root outputs filer: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -149,7 +216,7 @@ func TestTaskPodsMeetPodSecurity(t *testing.T) {
 			}
 		}
 	}
-	// The check can fail: root with DAC_OVERRIDE is not restricted.
+	// The check can fail: root with capabilities is not restricted.
 	p := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, taskWith(1, withOutput), DefaultConfig()).Spec.Template
 	allowed := true
 	for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &p.ObjectMeta, &p.Spec) {
