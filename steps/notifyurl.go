@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
@@ -35,17 +36,44 @@ func ParseNotifyPrefixes(s string) ([]string, error) {
 // operator's prefixes: the same scheme and host (with its port), and a path
 // that is the prefix's or below it (a prefix path "/hooks" allows
 // "/hooks" and "/hooks/x", not "/hooks2"). No prefixes: no URL is allowed.
+// Its error names the URL in full: for the task's creator only (the TES
+// API's answer); NotifyURLAllowedRedacted is for the rest.
 func NotifyURLAllowed(raw string, prefixes []string) error {
+	return checkNotifyURL(raw, strconv.Quote(raw), prefixes)
+}
+
+// NotifyURLAllowedRedacted is NotifyURLAllowed with an error that names the
+// URL as RedactNotifyURL does: for logs and for answers to anyone but the
+// task's creator.
+func NotifyURLAllowedRedacted(raw string, prefixes []string) error {
+	return checkNotifyURL(raw, RedactNotifyURL(raw), prefixes)
+}
+
+// RedactNotifyURL is how a log line, or an answer to anyone but the task's
+// creator, names a task's notification URL: its scheme, host and port, then
+// "/…" (e.g. "https://hooks.example.org/…"), never its path, query,
+// fragment or user, which may hold a token. What is not a URL of a host
+// is "…".
+func RedactNotifyURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "…"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}
+
+// checkNotifyURL is NotifyURLAllowed, its errors naming the URL as shown.
+func checkNotifyURL(raw, shown string, prefixes []string) error {
 	if len(prefixes) == 0 {
 		return invalid.Errorf("this service posts no state changes to a task's own address (its operator allows none: NOTIFY_URL_PREFIXES)")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return invalid.Errorf("%q is not an http or https URL (without a user or fragment)", raw)
+		return invalid.Errorf("%s is not an http or https URL (without a user or fragment)", shown)
 	}
 	p := u.Path
 	if p != "" && p != "/" && path.Clean(p) != strings.TrimSuffix(p, "/") {
-		return invalid.Errorf("%q: its path is not in its plain form (no dot segments or repeated slashes)", raw)
+		return invalid.Errorf("%s: its path is not in its plain form (no dot segments or repeated slashes)", shown)
 	}
 	for _, prefix := range prefixes {
 		a, err := url.Parse(prefix)
@@ -56,5 +84,5 @@ func NotifyURLAllowed(raw string, prefixes []string) error {
 			return nil
 		}
 	}
-	return invalid.Errorf("%q is not among the addresses this service posts state changes to (%s)", raw, strings.Join(prefixes, ", "))
+	return invalid.Errorf("%s is not among the addresses this service posts state changes to (%s)", shown, strings.Join(prefixes, ", "))
 }
