@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -29,7 +30,8 @@ type Caller struct {
 }
 
 // Authenticator finds the caller of a request. An error that is an
-// *echo.HTTPError carries its status (401, 403); others are 401.
+// *echo.HTTPError carries its status (401, 403), a *SignInsThrottled is a
+// 429 with Retry-After; others are 401.
 type Authenticator interface {
 	Authenticate(r *http.Request) (Caller, error)
 }
@@ -41,6 +43,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			var err error
 			caller, err = s.Auth.Authenticate(c.Request())
 			if err != nil {
+				var th *SignInsThrottled
+				if errors.As(err, &th) {
+					c.Response().Header().Set("Retry-After", strconv.Itoa(th.RetryAfter()))
+					return httperr.Write(c, http.StatusTooManyRequests, err)
+				}
 				var he *echo.HTTPError
 				if errors.As(err, &he) {
 					return httperr.Write(c, he.Code, he)

@@ -22,9 +22,26 @@ import (
 // the users in Admins see every task. The file is read again by Reload
 // (Watch calls it on a timer); a file that no longer parses keeps the users
 // read before.
+//
+// A password that checked out is taken again without bcrypt for
+// SignInLimits.CacheFor (a keyed digest of it is kept, never the password),
+// until the users file changes. Failed sign-ins lock out their user name,
+// and their client's address, for a while that grows with each lockout:
+// a sign-in of a name or from an address locked out is refused
+// (SignInsThrottled) before its password is checked, whatever it is, and a
+// remembered password does not pass a user name locked out.
 type Basic struct {
 	path   string
 	admins map[string]bool
+	limits SignInLimits
+	now    func() time.Time
+	verify func(hash, password []byte) error
+	logf   func(msg string, kv ...any)
+
+	// cache holds the passwords that checked out; users and addresses
+	// count the failures.
+	cache                        *verified
+	failedUsers, failedAddresses *failures
 
 	mu    sync.RWMutex
 	users map[string][]byte
@@ -38,6 +55,14 @@ type Basic struct {
 type BasicConfig struct {
 	File   string
 	Admins []string
+	// Limits bound the bcrypt work and the failed sign-ins (the zero
+	// value: DefaultSignInLimits).
+	Limits SignInLimits
+	// Logf, when set, logs each lockout.
+	Logf func(msg string, kv ...any)
+	// Now and Verify replace the clock and bcrypt's comparison in tests.
+	Now    func() time.Time
+	Verify func(hash, password []byte) error
 }
 
 // DefaultBasicReload is how often Watch reads the users file again.
@@ -55,7 +80,18 @@ func NewBasic(c BasicConfig) (*Basic, error) {
 	if c.File == "" {
 		return nil, errors.New("HTTP Basic needs a users file")
 	}
-	b := &Basic{path: c.File, admins: map[string]bool{}}
+	l := c.Limits.withDefaults()
+	b := &Basic{path: c.File, admins: map[string]bool{}, limits: l, now: c.Now, verify: c.Verify, logf: c.Logf,
+		cache: newVerified(l.MaxKeys), failedUsers: newFailures(l.PerUser, l), failedAddresses: newFailures(l.PerAddress, l)}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.verify == nil {
+		b.verify = bcrypt.CompareHashAndPassword
+	}
+	if b.logf == nil {
+		b.logf = func(string, ...any) {}
+	}
 	for _, a := range c.Admins {
 		if a = strings.TrimSpace(a); a != "" {
 			b.admins[a] = true
@@ -135,6 +171,9 @@ func (b *Basic) Reload() (bool, error) {
 	b.mu.Lock()
 	b.users, b.sum, b.dummy = users, sum, dummy
 	b.mu.Unlock()
+	// Each remembered password is of a hash that may be gone: the digests
+	// name their hash, and are dropped too.
+	b.cache.forget()
 	return true, nil
 }
 
@@ -166,11 +205,20 @@ func (b *Basic) Watch(ctx context.Context, every time.Duration, logf func(msg st
 	}
 }
 
-// Authenticate checks the request's Basic credentials.
+// Authenticate checks the request's Basic credentials. A user name locked
+// out is refused first, whatever the password; then a password that
+// checked out less than CacheFor ago passes without bcrypt; then an
+// address locked out is refused; then bcrypt compares, and a failure counts
+// against the user name and the address (known or not, alike).
 func (b *Basic) Authenticate(r *http.Request) (Caller, error) {
 	user, password, ok := r.BasicAuth()
 	if !ok {
 		return Caller{}, errors.New("a user name and password are required (Authorization: Basic <base64 of user:password>)")
+	}
+	now := b.now()
+	ukey := userKey(user)
+	if d := b.failedUsers.wait(ukey, now); d > 0 {
+		return Caller{}, &SignInsThrottled{Wait: d}
 	}
 	b.mu.RLock()
 	hash, known := b.users[user]
@@ -178,10 +226,34 @@ func (b *Basic) Authenticate(r *http.Request) (Caller, error) {
 		hash = b.dummy
 	}
 	b.mu.RUnlock()
-	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
+	caller := Caller{Subject: user, Label: LabelSafe(user), All: b.admins[user]}
+	if known && b.cache.ok(user, password, hash, now) {
+		return caller, nil
+	}
+	addr := addressKey(r)
+	if d := b.failedAddresses.wait(addr, now); d > 0 {
+		return Caller{}, &SignInsThrottled{Wait: d, Address: true}
+	}
+	if err := b.verify(hash, []byte(password)); err != nil || !known {
+		if d := b.failedUsers.fail(ukey, now); d > 0 {
+			b.logf("Failed sign-ins: a user name locked out", "user", logName(user), "lockout", d.String())
+		}
+		if d := b.failedAddresses.fail(addr, now); d > 0 {
+			b.logf("Failed sign-ins: an address locked out", "address", addr, "lockout", d.String())
+		}
 		return Caller{}, errors.New("the user name or password is not valid")
 	}
-	return Caller{Subject: user, Label: LabelSafe(user), All: b.admins[user]}, nil
+	b.cache.add(user, password, hash, now.Add(b.limits.CacheFor))
+	return caller, nil
+}
+
+// logName is a user name for the log, cut to 64 bytes: a caller chooses
+// it.
+func logName(user string) string {
+	if len(user) > 64 {
+		return fmt.Sprintf("%q…", user[:64])
+	}
+	return fmt.Sprintf("%q", user)
 }
 
 // Challenges is the WWW-Authenticate challenge of a refused request.

@@ -137,7 +137,12 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 				admins = append(admins, a)
 			}
 		}
-		b, err := tes.NewBasic(tes.BasicConfig{File: usersFile, Admins: admins})
+		// The sign-in limits are tes.DefaultSignInLimits: a password that
+		// checked out is taken again without bcrypt for 5 min; 10 failures
+		// a minute of a user name, or 100 from an address (behind Knative,
+		// the pod's queue-proxy: the whole pod), lock it out for 1 s,
+		// doubled by each next lockout up to 5 min.
+		b, err := tes.NewBasic(tes.BasicConfig{File: usersFile, Admins: admins, Logf: log.Warnw})
 		if err != nil {
 			return nil, nil, fmt.Errorf("TES_BASIC_AUTH_FILE: %w", err)
 		}
