@@ -166,6 +166,8 @@ func ServeFileWriter(args []string, stderr io.Writer) int {
 	root, rootErr := os.OpenRoot(args[0])
 	if rootErr == nil {
 		defer root.Close()
+	} else {
+		rootErr = fmt.Errorf("CONTAINER_BASE_PATH: %v", rootErr)
 	}
 	buf := make([]byte, maxMessage)
 	oob := make([]byte, syscall.CmsgSpace(4))

@@ -289,6 +289,22 @@ func TestFileWriterStaysBelowBasePath(t *testing.T) {
 	}
 }
 
+// A base path the writer's user may not enter fails each upload, naming
+// CONTAINER_BASE_PATH and the user.
+func TestFileWriterBasePathClosedToItsUser(t *testing.T) {
+	asRoot(t)
+	opts, base := writerOptions(t)
+	if err := os.Chmod(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, inTask(opts, "/data/o"), "o")
+	task := newTask(nil, []taskspec.Output{{URL: "file:///transfer/host/o", Path: "/data/o"}})
+	wantContains(t, "error", runErr(t, ModeOutputs, task, opts), "outputs[0]", "CONTAINER_BASE_PATH: ", "permission denied", "the filer's user 65532, group 65532")
+	if entries := readDir(t, base); len(entries) != 0 {
+		t.Errorf("the base path holds %v", entries)
+	}
+}
+
 // A writer runs as the writer's user, group and groups, with no
 // capability, and ends with the run.
 func TestFileWriterProcess(t *testing.T) {
