@@ -80,5 +80,9 @@ k apply -f "$releases/eventing/releases/download/knative-v$EVENTING/eventing-cor
 k apply -f "$releases/eventing/releases/download/knative-v$EVENTING/in-memory-channel.yaml"
 k apply -f "$releases/eventing/releases/download/knative-v$EVENTING/mt-channel-broker.yaml"
 available knative-eventing
+# config/knative's defaults need Eventing's authentication-oidc: the Triggers
+# send the handler a token for its audience, and EventPolicies name each
+# sender the Broker takes.
+k -n knative-eventing patch configmap config-features --type merge -p '{"data":{"authentication-oidc":"enabled"}}'
 
 step "ready: kubectl context kind-$CLUSTER; next: make kind-deploy"

@@ -55,12 +55,27 @@ func (e *Env) PostTo(ctx context.Context, url, token string, ev BrokerEvent) (in
 	return resp.StatusCode, nil
 }
 
-// BrokerToken is a token for the Broker's audience of a ServiceAccount of
-// the platform's namespace (the TES API's, tesk-tes): what a sender the
-// Broker takes events from holds under Eventing's default authorization
-// mode (allow-same-namespace).
+// BrokerToken is a token for the Broker's audience of the TES API's OIDC
+// identity (the ServiceAccount Eventing made for its SinkBinding
+// tesk-tes): what the TES API posts task.submitted and task.cancelled
+// with, the only types config/knative's EventPolicies let it post.
 func (e *Env) BrokerToken(ctx context.Context) (string, error) {
-	return e.BrokerTokenOf(ctx, "tesk-tes")
+	sa, err := e.SinkBindingIdentity(ctx, "tesk-tes")
+	if err != nil {
+		return "", err
+	}
+	return e.BrokerTokenOf(ctx, sa)
+}
+
+// TokenFor is a token of the ServiceAccount sa of namespace ns for
+// audience.
+func (e *Env) TokenFor(ctx context.Context, ns, sa, audience string) (string, error) {
+	tr, err := e.C.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{audience}}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
 }
 
 // BrokerTokenOf is a token for the Broker's audience of the ServiceAccount
@@ -74,12 +89,7 @@ func (e *Env) BrokerTokenOf(ctx context.Context, sa string) (string, error) {
 	if aud == "" {
 		return "", fmt.Errorf("the Broker announces no audience (is Eventing's authentication-oidc on?)")
 	}
-	tr, err := e.C.Client.CoreV1().ServiceAccounts(e.Namespaces.Platform).CreateToken(ctx, sa,
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return tr.Status.Token, nil
+	return e.TokenFor(ctx, e.Namespaces.Platform, sa, aud)
 }
 
 // SinkBindingIdentity is the ServiceAccount Eventing made the OIDC identity

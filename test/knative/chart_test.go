@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -149,22 +150,38 @@ func TestChartOnKnative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	insider, err := env.C.Client.CoreV1().ServiceAccounts(platform).CreateToken(ctx, "tesk-tes",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{"tesk-chart-handler"}}}, metav1.CreateOptions{})
+	insider, err := chart.TokenFor(ctx, platform, "tesk-tes", "tesk-chart-handler")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A ServiceAccount of another namespace (the tasks') holding a token
+	// for the handler's audience is refused as one without a token, at /
+	// and at /notify (served: the release allows tasks' addresses).
+	outsider, err := chart.TokenFor(ctx, chart.Namespaces.Tasks, "default", "tesk-chart-handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := []byte(`{"id":"task-forged0000","state":"COMPLETE"}`)
 	for _, c := range []struct {
-		token string
-		want  int
-	}{{"", http.StatusUnauthorized}, {insider.Status.Token, http.StatusOK}} {
-		ev := BrokerEvent{ID: fmt.Sprintf("direct-%d", time.Now().UnixNano()), Type: "dev.knative.sources.ping", Source: "test/knative", Data: []byte(`{}`)}
-		code, err := chart.PostTo(ctx, handlerURL, c.token, ev)
+		who, token, path, typ string
+		want                  int
+	}{
+		{"no token", "", "/", "dev.knative.sources.ping", http.StatusUnauthorized},
+		{"no token", "", "/notify", events.TypeTaskStateChanged, http.StatusUnauthorized},
+		{"another namespace's ServiceAccount", outsider, "/", "dev.knative.sources.ping", http.StatusUnauthorized},
+		{"another namespace's ServiceAccount", outsider, "/notify", events.TypeTaskStateChanged, http.StatusUnauthorized},
+		{"a ServiceAccount of the platform's namespace", insider, "/", "dev.knative.sources.ping", http.StatusOK},
+	} {
+		ev := BrokerEvent{ID: fmt.Sprintf("direct-%d", time.Now().UnixNano()), Type: c.typ, Source: "test/knative", Data: []byte(`{}`)}
+		if c.path == "/notify" {
+			ev.Subject, ev.Data = "task-forged0000", state
+		}
+		code, err := chart.PostTo(ctx, strings.TrimRight(handlerURL, "/")+c.path, c.token, ev)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if code != c.want {
-			t.Errorf("an event posted to the handler with token %v: %d, want %d", c.token != "", code, c.want)
+			t.Errorf("%s posting %s to the handler's %s: %d, want %d", c.who, c.typ, c.path, code, c.want)
 		}
 	}
 
@@ -301,6 +318,14 @@ func TestChartOnKnative(t *testing.T) {
 	}
 	checkNotified(ctx, t, api, hooks, notified, hook)
 	refused, seen := recorder.Seen()
+	// Every subscriber of the Broker gets the changes of the task that
+	// names an address marked, and the others' unmarked; none gets the
+	// address, which may hold a token.
+	for _, r := range seen {
+		if r.Marked() != (r.ID == notified) || r.Carries(hooks.URL) {
+			t.Errorf("the operator's Trigger got task %s's change %s>%s with the extensions %v: want it marked only for task %s, and without the address", r.ID, r.OldState, r.NewState, r.Extensions, notified)
+		}
+	}
 	// The Trigger's retries reach the notifier some time after it is back
 	// (its backoff: linear from 0.1 s, so seconds apart a minute on);
 	// from then on, a change comes as it is made.
@@ -671,8 +696,9 @@ func manifestObjects(manifest string) ([]manifestObject, error) {
 
 // checkNotified: the task that named hook for its state changes ends
 // COMPLETE, and each of its changes, QUEUED to COMPLETE, reached hook
-// (through the Trigger tesk-state-notify and the handler's /notify), as it
-// came, without the address; hooks took nothing else.
+// (through the Trigger tesk-state-notify and the handler's /notify, which
+// read hook from the task's anchor), as it came, without the mark that
+// routed it and without the address; hooks took nothing else.
 func checkNotified(ctx context.Context, t *testing.T, api *TES, hooks *StateRecorder, id, hook string) {
 	t.Helper()
 	shown := []string{"QUEUED"}
@@ -694,8 +720,8 @@ func checkNotified(ctx context.Context, t *testing.T, api *TES, hooks *StateReco
 		chain, _, err := StateChain(got, id, shown)
 		if err == nil {
 			for _, r := range got {
-				if r.ID != id || r.Path != path || r.NotifyURL != "" || r.Owner != "alice" {
-					t.Errorf("the task's address took %+v at %s (address %q): want only task %s's changes at %s, without the address", r.StateChangedData, r.Path, r.NotifyURL, id, path)
+				if r.ID != id || r.Path != path || r.Marked() || r.Carries(hook) || r.Owner != "alice" {
+					t.Errorf("the task's address took %+v at %s (extensions %v): want only task %s's changes at %s, without the mark or the address", r.StateChangedData, r.Path, r.Extensions, id, path)
 				}
 			}
 			t.Logf("task %s: GET showed %v; its address %s took %v", id, shown, path, chain)

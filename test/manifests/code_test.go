@@ -408,13 +408,15 @@ func TestConfigMapHoldsEveryVariableWithItsDefault(t *testing.T) {
 	if len(issues) > 0 {
 		t.Errorf("the ConfigMap's values are not valid: %v", issues)
 	}
-	// Four values are the deployment's own: the executors' ServiceAccount
-	// that tasks.yaml creates, and the bounds a shared cluster needs where
-	// the code, for TESK's compatibility, has none: a task's pod waits a
-	// day for a node at most, a task runs 7 days at most, and an ended
-	// task is kept 30 days.
+	// Five values are the deployment's own: the executors' ServiceAccount
+	// that tasks.yaml creates, the audience of the Triggers' tokens (the
+	// handler takes only their events; a handler run by hand takes any),
+	// and the bounds a shared cluster needs where the code, for TESK's
+	// compatibility, has none: a task's pod waits a day for a node at
+	// most, a task runs 7 days at most, and an ended task is kept 30 days.
 	want := steps.DefaultConfig()
 	want.ExecutorServiceAccount = "tesk-executor"
+	want.EventsAudience = "tesk-handler"
 	want.MaxQueue = 24 * time.Hour
 	want.MaxRun = 7 * 24 * time.Hour
 	ttl := 30 * 24 * time.Hour
