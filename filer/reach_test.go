@@ -36,14 +36,86 @@ func TestReachPermits(t *testing.T) {
 		"fd00:1::5":        true,
 		"fd00:2::5":        false,
 		"224.0.0.1":        false,
+		// A zone: no prefix contains a zoned address unless it is dropped.
+		"fe80::1%eth0":    false,
+		"fe80::1%1":       false,
+		"::1%lo":          false,
+		"fd00:2::5%eth0":  false,
+		"fd00:1::5%eth0":  true,
+		"2606:4700::1%e0": true,
+		// NAT64's well-known prefix: judged as the IPv4 address it carries.
+		"64:ff9b::a9fe:a9fe":     false, // 169.254.169.254
+		"64:ff9b::10.0.0.1":      false,
+		"64:ff9b::7f00:1":        false, // 127.0.0.1
+		"64:ff9b::10.20.0.1":     true,  // in an allowed range
+		"64:ff9b::93.184.215.14": true,
+		"64:ff9b::a9fe:a9fe%e0":  false,
+		// NAT64's local-use prefix: where it carries the address is the
+		// operator's choice, so all of it.
+		"64:ff9b:1::a9fe:a9fe":  false,
+		"64:ff9b:1:5db8:d70e::": false,
+		// 6to4: the IPv4 address in bits 16 to 47.
+		"2002:a9fe:a9fe::1": false, // 169.254.169.254
+		"2002:0a00:0001::1": false, // 10.0.0.1
+		"2002:c0a8:0101::":  false, // 192.168.1.1
+		"2002:0a14:0001::1": true,  // 10.20.0.1, allowed
+		"2002:5db8:d70e::1": true,  // 93.184.215.14
+		// Teredo and IPv4-compatible addresses: denied whole.
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2": false,
+		"2001::1":                              false,
+		"::10.0.0.1":                           false,
+		"::93.184.215.14":                      false,
+		"2001:db8::1":                          true, // next to Teredo, not in it
+		"64:ff9c::1":                           true, // next to NAT64, not in it
 	} {
 		if got := r.Permits(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("%s: permitted %v, want %v", addr, got, want)
 		}
 	}
+	// An allowed range that holds a NAT64 or 6to4 address allows it, whatever
+	// the IPv4 address it carries.
+	all, err := NewReach("64:ff9b::/96, 2002:a9fe::/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{"64:ff9b::10.0.0.1", "2002:a9fe:a9fe::1"} {
+		if !all.Permits(netip.MustParseAddr(addr)) {
+			t.Errorf("%s: refused, though its range is allowed", addr)
+		}
+	}
 	for _, bad := range []string{"10.0.0.1", "minio.local/16", "10.0.0.0/33"} {
 		if _, err := NewReach(bad); err == nil || !strings.Contains(err.Error(), "is not a CIDR") {
 			t.Errorf("%q: %v, want an error naming it", bad, err)
+		}
+	}
+}
+
+// TestReachControl: the dialer's check parses the address it is given,
+// a zoned one included (a URL's http://[fe80::1%25eth0]/), and refuses a
+// private one as such.
+func TestReachControl(t *testing.T) {
+	r, err := NewReach("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for address, refusal := range map[string]string{
+		"93.184.215.14:443":          "",
+		"[2606:4700::1111]:443":      "",
+		"[2606:4700::1111%eth0]:443": "",
+		"169.254.169.254:80":         "a private address, which the filer may not reach",
+		"[fe80::1%eth0]:80":          "a private address, which the filer may not reach",
+		"[fe80::1%2]:80":             "a private address, which the filer may not reach",
+		"[64:ff9b::a9fe:a9fe]:80":    "a private address, which the filer may not reach",
+		"[2002:a9fe:a9fe::1]:80":     "a private address, which the filer may not reach",
+		"[::1%lo]:80":                "a private address, which the filer may not reach",
+		"localhost:80":               "the filer connects to IP addresses only",
+	} {
+		err := r.control(context.Background(), "tcp", address, nil)
+		switch {
+		case refusal == "" && err != nil:
+			t.Errorf("%s: %v, want it permitted", address, err)
+		case refusal != "" && (err == nil || !strings.Contains(err.Error(), refusal)):
+			t.Errorf("%s: %v, want %q", address, err, refusal)
 		}
 	}
 }
