@@ -111,24 +111,42 @@ func (s Share) Encode() string {
 	return string(b)
 }
 
-// TaskCores is the CPU cores a task holds while it runs: the most any one
-// executor's pod requests (its executors run one after another), or the
-// task's cpu_cores where no executor requests any.
-func TaskCores(t *taskspec.Task) float64 {
+// UnaskedCores is what an executor whose pod asks for no CPU (no request
+// nor limit, or 0) counts as in its owner's share when the task names no
+// cpu_cores either: one core. Such a pod gets no CPU request from the
+// handler, so it may take what its node has free; counted as 0 cores, an
+// owner could run any number of them under QUOTA_CPU_PER_USER. Under a
+// share of less than one core such an executor counts as the whole share,
+// so that one at a time runs. A LimitRange's default request is given to
+// the pod only when it is created, after the share: it is not seen here.
+const UnaskedCores = 1.0
+
+// TaskCores is the CPU cores a task holds in its owner's share while it
+// runs: the most any one executor's pod requests (its executors run one
+// after another). A pod that asks for none counts as the task's cpu_cores,
+// or UnaskedCores where the task names none (at most the whole share).
+func (q Quota) TaskCores(t *taskspec.Task) float64 {
+	unasked := t.Resources.CPUCores
+	if unasked <= 0 {
+		unasked = UnaskedCores
+		if q.CPU > 0 {
+			unasked = math.Min(unasked, q.CPU)
+		}
+	}
 	var most float64
 	for _, ex := range t.Executors {
 		var pod float64
 		for _, c := range ex.Spec.Template.Spec.Containers {
-			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-				pod += float64(q.MilliValue()) / 1000
-			} else if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-				pod += float64(q.MilliValue()) / 1000
+			if v, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+				pod += float64(v.MilliValue()) / 1000
+			} else if v, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+				pod += float64(v.MilliValue()) / 1000
 			}
 		}
+		if pod <= 0 {
+			pod = unasked
+		}
 		most = math.Max(most, pod)
-	}
-	if most == 0 {
-		most = t.Resources.CPUCores
 	}
 	return most
 }

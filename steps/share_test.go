@@ -75,18 +75,69 @@ func TestTaskCores(t *testing.T) {
 		}
 		return j
 	}
+	limited := job("")
+	limited.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}
 	for _, c := range []struct {
 		name string
+		q    Quota
 		t    taskspec.Task
 		want float64
 	}{
-		{"the largest executor", taskspec.Task{Executors: []batchv1.Job{job("1"), job("2500m"), job("500m")}}, 2.5},
-		{"containers of one pod add up", taskspec.Task{Executors: []batchv1.Job{job("1", "1")}}, 2},
-		{"no requests: cpu_cores", taskspec.Task{Executors: []batchv1.Job{job("")}, Resources: taskspec.Resources{CPUCores: 3}}, 3},
-		{"nothing", taskspec.Task{Executors: []batchv1.Job{job("")}}, 0},
+		{"the largest executor", Quota{}, taskspec.Task{Executors: []batchv1.Job{job("1"), job("2500m"), job("500m")}}, 2.5},
+		{"containers of one pod add up", Quota{}, taskspec.Task{Executors: []batchv1.Job{job("1", "1")}}, 2},
+		{"a limit without a request", Quota{}, taskspec.Task{Executors: []batchv1.Job{limited}}, 1.5},
+		{"no requests: cpu_cores", Quota{}, taskspec.Task{Executors: []batchv1.Job{job("")}, Resources: taskspec.Resources{CPUCores: 3}}, 3},
+		{"nothing asked: one core", Quota{}, taskspec.Task{Executors: []batchv1.Job{job("")}}, UnaskedCores},
+		{"nothing asked under a share of 2", Quota{CPU: 2}, taskspec.Task{Executors: []batchv1.Job{job("")}}, 1},
+		{"nothing asked under a share of half a core: all of it", Quota{CPU: 0.5}, taskspec.Task{Executors: []batchv1.Job{job("")}}, 0.5},
+		{"a request of 0 is none", Quota{CPU: 2}, taskspec.Task{Executors: []batchv1.Job{job("0")}}, 1},
+		{"a small request beside an executor that asks none", Quota{CPU: 2}, taskspec.Task{Executors: []batchv1.Job{job("1m"), job("")}}, 1},
+		{"an executor that asks none beside a larger one", Quota{CPU: 8}, taskspec.Task{Executors: []batchv1.Job{job(""), job("4")}}, 4},
+		{"an executor that asks none: cpu_cores", Quota{CPU: 8}, taskspec.Task{Executors: []batchv1.Job{job("500m"), job("")}, Resources: taskspec.Resources{CPUCores: 2}}, 2},
 	} {
-		if got := TaskCores(&c.t); got != c.want {
+		if got := c.q.TaskCores(&c.t); got != c.want {
 			t.Errorf("%s: %g, want %g", c.name, got, c.want)
+		}
+	}
+}
+
+// TestShareOfTasksThatAskNoCPU: under QUOTA_CPU_PER_USER, tasks that ask
+// for no CPU hold cores too, so a user starts only the share's worth of
+// them at once, whether each is admitted as it is submitted (Room) or the
+// waiting ones are started by a sweep (FairOrder).
+func TestShareOfTasksThatAskNoCPU(t *testing.T) {
+	noCPU := taskspec.Task{Executors: []batchv1.Job{{}}}
+	for _, c := range []struct {
+		name  string
+		q     Quota
+		tasks int
+		want  int
+	}{
+		{"a share of 2 cores", Quota{CPU: 2}, 10, 2},
+		{"a share of 2.5 cores", Quota{CPU: 2.5}, 10, 2},
+		{"a share of half a core: one at a time", Quota{CPU: 0.5}, 10, 1},
+		{"fewer tasks than the share", Quota{CPU: 4}, 3, 3},
+		{"a share of tasks and of cores, the tasks bound it", Quota{Tasks: 1, CPU: 2}, 10, 1},
+	} {
+		cores := c.q.TaskCores(&noCPU)
+		if why := c.q.Never(cores); why != "" {
+			t.Errorf("%s: a task that asks no CPU can never start: %s", c.name, why)
+			continue
+		}
+		share := Share{Tasks: map[string]float64{}}
+		var waiting []Waiting
+		for i := 0; i < c.tasks; i++ {
+			task := fmt.Sprintf("task-%d", i)
+			if c.q.Room(share, task, cores) {
+				share.Tasks[task] = cores
+			}
+			waiting = append(waiting, Waiting{Task: task, Owner: "alice", Cores: cores, Created: time.Unix(int64(i), 0)})
+		}
+		if len(share.Tasks) != c.want {
+			t.Errorf("%s: %d started as submitted, want %d", c.name, len(share.Tasks), c.want)
+		}
+		if got := FairOrder(waiting, nil, c.q); len(got) != c.want {
+			t.Errorf("%s: %d started by a sweep, want %d", c.name, len(got), c.want)
 		}
 	}
 }

@@ -116,6 +116,35 @@ func TestShareHoldsAnOwnersTasks(t *testing.T) {
 	}
 }
 
+// TestShareCountsTasksThatAskNoCPU: under a share of 2 cores, an owner's
+// tasks that ask for no CPU hold a core each: two start, the third waits.
+func TestShareCountsTasksThatAskNoCPU(t *testing.T) {
+	noCPU := func(name string, age time.Duration) *corev1.ConfigMap {
+		cm := ownedAnchor(name, "alice", age)
+		return anchorObject(taskWith(1), cm.ObjectMeta)
+	}
+	api := newFakeAPI(t, noCPU("task-a1", 3*time.Minute), noCPU("task-a2", 2*time.Minute), noCPU("task-a3", time.Minute))
+	cfg := DefaultConfig()
+	cfg.Namespace = testNS
+	cfg.Quota = Quota{CPU: 2}
+	r := testRunner(api, cfg)
+	for i, c := range []struct {
+		task    string
+		waiting bool
+	}{{"task-a1", false}, {"task-a2", false}, {"task-a3", true}} {
+		res, err := r.Reconcile(testCtx(t), testNS, c.task, Options{Event: fmt.Sprintf("e%d", i), Submit: true})
+		if err != nil || res.Waiting != c.waiting || api.started(t, c.task) == c.waiting {
+			t.Fatalf("%s: %+v %v, want waiting %v", c.task, res, err, c.waiting)
+		}
+	}
+	if s := api.share(t, "alice"); len(s.Tasks) != 2 || s.Cores() != 2 {
+		t.Errorf("alice's share %+v, want two tasks of a core each", s)
+	}
+	if cm := api.configMap(t, "task-a3"); cm.Annotations[taskmeta.AnnotationCores] != "1" {
+		t.Errorf("the waiting task's annotations %v, want 1 core", cm.Annotations)
+	}
+}
+
 // TestShareRefusesATaskLargerThanTheShare: a task that asks for more cores
 // than a whole share can never run: it ends SYSTEM_ERROR at submission.
 func TestShareRefusesATaskLargerThanTheShare(t *testing.T) {

@@ -30,7 +30,7 @@ func submission(plan Plan, obs Observed, cfg Config, now time.Time) (Plan, bool)
 		return plan, false
 	}
 	if owner := obs.Anchor.Labels[taskmeta.LabelCreator]; cfg.Quota.On() && owner != "" {
-		cores := TaskCores(obs.Spec)
+		cores := cfg.Quota.TaskCores(obs.Spec)
 		if why := cfg.Quota.Never(cores); why != "" {
 			plan.note("error", "%s", why)
 			plan.Final = &Final{State: tesv1.StateSystemError, Reason: why}
