@@ -60,9 +60,12 @@ test: cluster-bins node-deps filer-deps image-deps browser-deps vet test-helm
 # the Triggers, the ApiServerSource's adapter and a handler that scales
 # from zero. TESK_KNATIVE_CLUSTER=<dir> runs them on a cluster started with
 # make cluster-up KNATIVE=1 CLUSTER_DIR=<dir> instead, and leaves it up.
+# The packages are named: test/knative/natss starts a cluster of its own
+# (make test-knative-nats).
+KNATIVE_TEST_PKGS = ./test/knative/ ./test/knative/cmd/...
 .PHONY: test-knative
 test-knative: cluster-bins node-deps image-deps
-	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/...
+	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v $(KNATIVE_TEST_PKGS)
 
 # A Broker on the NATS JetStream channel (test/knative/natss): a local
 # cluster of its own with Knative and NATS (cluster-up KNATIVE=1 NATS=1's),
@@ -71,7 +74,7 @@ test-knative: cluster-bins node-deps image-deps
 # channel records what it loses.
 .PHONY: test-knative-nats
 test-knative-nats: cluster-bins natss-bins node-deps
-	TESK_KNATIVE_NATS=1 $(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/
+	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
 # the layer that talks to the API server on a fake clientset; nothing built,

@@ -3,10 +3,10 @@
 // Package natss tests a Broker on the NATS JetStream channel of the local
 // cluster's NATS option: a cluster of its own with Knative and NATS, no
 // config/knative, and Eventing's authentication-oidc off (see oidcOff).
-// It runs only with TESK_KNATIVE_NATS=1 (make
-// test-knative-nats), or on a running cluster with
-// TESK_KNATIVE_CLUSTER=<dir of make cluster-up KNATIVE=1 NATS=1>, so that
-// make test-knative starts no second cluster beside test/knative's.
+// make test-knative-nats runs it (a cluster of its own), or go test on a
+// running cluster with TESK_KNATIVE_CLUSTER=<dir of make cluster-up
+// KNATIVE=1 NATS=1>. make test-knative names its packages and leaves this
+// one out, so that it starts no second cluster beside test/knative's.
 package natss
 
 import (
@@ -40,9 +40,6 @@ func run(m *testing.M) int {
 	}
 	var c *cluster.Cluster
 	switch dir := os.Getenv("TESK_KNATIVE_CLUSTER"); {
-	case os.Getenv("TESK_KNATIVE_NATS") == "":
-		logf("skipped: set TESK_KNATIVE_NATS=1 (make test-knative-nats)")
-		return 0
 	case dir != "":
 		var err error
 		if c, err = knative.AttachTo(dir); err != nil {
