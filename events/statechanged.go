@@ -11,12 +11,17 @@ import (
 // takes it: it is for subscribers (docs/behaviour.md §5.8).
 const TypeTaskStateChanged = "org.ga4gh.tes.task.state_changed"
 
-// ExtensionNotifyURL is the extension attribute of a state change event
-// that names the address the task asked its changes be posted to
-// (taskmeta.TagNotifyURL), when the operator allows it: the chart's
-// Trigger tesk-state-notify takes the events that carry it to the
-// handler's /notify, which posts them there.
-const ExtensionNotifyURL = "notifyurl"
+// ExtensionNotify is the extension attribute that marks the state change
+// events of a task that names an address of its own for them
+// (taskmeta.TagNotifyURL) that the operator allows, with the value
+// NotifyMarked: the chart's Trigger tesk-state-notify takes the events so
+// marked to the handler's /notify, which reads the address from the task's
+// anchor and posts them there. The address itself never travels on the
+// event: every subscriber of the Broker, and its dead letter sink, gets it.
+const ExtensionNotify = "tesknotify"
+
+// NotifyMarked is the value of ExtensionNotify on a marked event.
+const NotifyMarked = "true"
 
 // SourceHandler is the source of the events the handler publishes.
 const SourceHandler = "tesk-knative/handler"

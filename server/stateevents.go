@@ -39,7 +39,8 @@ type StateSink struct {
 	TokenFile string
 	// NotifyPrefixes are the addresses a task may ask its changes be
 	// posted to (steps.Config.NotifyURLPrefixes): an event of a task whose
-	// tag names one of them carries it (events.ExtensionNotifyURL).
+	// tag names one of them is marked (events.ExtensionNotify), without
+	// the address, which /notify reads from the task's anchor.
 	NotifyPrefixes []string
 }
 
@@ -73,7 +74,7 @@ func (s *StateSink) PublishState(ctx context.Context, ch steps.StateChange) erro
 		ID: ch.Task, Namespace: ch.Namespace, Owner: ch.Owner, OldState: ch.Old, NewState: ch.New, Reason: ch.Reason,
 	}, ch.Time)
 	if ch.NotifyURL != "" && steps.NotifyURLAllowed(ch.NotifyURL, s.NotifyPrefixes) == nil {
-		ev.SetExtension(events.ExtensionNotifyURL, ch.NotifyURL)
+		ev.SetExtension(events.ExtensionNotify, events.NotifyMarked)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Timeout)
 	defer cancel()

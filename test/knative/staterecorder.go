@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,12 +35,46 @@ type StateRecorder struct {
 }
 
 // ReceivedState is a state change the recorder took, when, at which path,
-// and the address the event named (events.ExtensionNotifyURL; "" for none).
+// and the event's extension attributes (its Ce- headers, by their names in
+// lower case, but those of the attributes every event has).
 type ReceivedState struct {
 	events.StateChangedData
-	At        time.Time
-	Path      string
-	NotifyURL string
+	At         time.Time
+	Path       string
+	Extensions map[string]string
+}
+
+// Marked reports whether the event carried the mark of the changes of a
+// task that names an address of its own (events.ExtensionNotify), which
+// the chart's Trigger tesk-state-notify takes.
+func (r ReceivedState) Marked() bool {
+	return r.Extensions[events.ExtensionNotify] == events.NotifyMarked
+}
+
+// Carries reports whether an extension attribute of the event holds s (a
+// task's address, say).
+func (r ReceivedState) Carries(s string) bool {
+	for _, v := range r.Extensions {
+		if strings.Contains(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// coreAttributes are the CloudEvents attributes that are no extension.
+var coreAttributes = []string{"specversion", "id", "source", "type", "subject", "time", "dataschema", "datacontenttype"}
+
+// extensionsOf are the extension attributes of an event in binary mode.
+func extensionsOf(h http.Header) map[string]string {
+	out := map[string]string{}
+	for k, v := range h {
+		name, ok := strings.CutPrefix(strings.ToLower(k), "ce-")
+		if ok && !slices.Contains(coreAttributes, name) && len(v) > 0 {
+			out[name] = v[0]
+		}
+	}
+	return out
 }
 
 // StartStateRecorder listens on host (an address the cluster's pods reach)
@@ -73,7 +108,7 @@ func (r *StateRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "not a state change", http.StatusBadRequest)
 		return
 	}
-	r.received = append(r.received, ReceivedState{d, now, req.URL.Path, req.Header.Get("Ce-" + events.ExtensionNotifyURL)})
+	r.received = append(r.received, ReceivedState{d, now, req.URL.Path, extensionsOf(req.Header)})
 	w.WriteHeader(http.StatusAccepted)
 }
 
