@@ -125,6 +125,16 @@ BENCH_DOCS ?=
 bench: control-plane-bins build
 	$(GORUN) ./test/bench $(if $(BENCH_DOCS),-summary BENCHMARKS.md -readme README.md)
 
+# What one task keeps in etcd, by kind of object (test/bench -only etcd):
+# tasks of four shapes (small, the largest inline content, the longest
+# command, several executors) created through bin/tes beside bin/handler
+# and the adapter on a local cluster of its own, each run to COMPLETE on
+# kwok's pods, their keys read from etcd while they run and once they
+# ended; it prints its section of BENCHMARKS.md (a few minutes).
+.PHONY: bench-etcd
+bench-etcd: control-plane-bins build
+	$(GORUN) ./test/bench -only etcd
+
 # Figures of config/knative on real Knative (test/knative/cmd/bench, in one
 # run): a task's first Job with the handler at zero and up, the step gap
 # through the Broker beside direct delivery, failed deliveries, the memory of

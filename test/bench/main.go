@@ -55,13 +55,16 @@ var (
 	flagStarts     = flag.Int("starts", 7, "cold starts to time")
 	flagHandlerEnv = flag.String("handler-env", "", "space-separated NAME=value pairs added to the environment of bin/handler run as a process (e.g. GOMEMLIMIT=40MiB GODEBUG=gctrace=1)")
 	flagSkipSteps  = flag.Bool("skip-steps", false, "skip the step benchmark")
-	flagOnly       = flag.String("only", "", "run one part only: tes, steps, or shares")
+	flagOnly       = flag.String("only", "", "run one part only: tes, steps, shares, or etcd (what one task keeps in etcd, by kind of object; it prints its own section of BENCHMARKS.md)")
 	flagSummary    = flag.String("summary", "", "also write the run's summary, as BENCHMARKS.md shows it, into this file: its block between the summary's markers (BENCHMARKS.md), or the block alone if the file does not exist")
 	flagReadme     = flag.String("readme", "", "also write the figures README.md quotes from the run into this file's block between the headline's markers (README.md)")
 )
 
 // sum collects the run's figures for its summary.
 var sum Summary
+
+// etcdMeasured is what -only etcd measured.
+var etcdMeasured *etcdRun
 
 func main() {
 	flag.Parse()
@@ -73,6 +76,9 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
+	if err := checkOnly(*flagOnly, *flagSummary != "" || *flagReadme != ""); err != nil {
+		return err
+	}
 	fmt.Printf("machine: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
 	begin := time.Now()
 	sum = Summary{Start: begin, Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Command: commandLine(), Commit: checkoutCommit()}
@@ -85,6 +91,10 @@ func run() error {
 	}
 	stopLoad()
 	sum.End = time.Now()
+	if etcdMeasured != nil {
+		fmt.Printf("\n== What one task keeps in etcd, as BENCHMARKS.md records it\n\n%s", etcdMarkdown(sum.runLine(), etcdMeasured))
+		return nil
+	}
 	fmt.Printf("== Summary, as BENCHMARKS.md shows it\n\n%s", sum.Markdown())
 	for _, w := range []struct {
 		path  string
@@ -102,6 +112,21 @@ func run() error {
 	return nil
 }
 
+// checkOnly checks -only: a part of the benchmark, and not etcd where the
+// run is to write make bench's summary (-summary, -readme).
+func checkOnly(only string, writesSummary bool) error {
+	switch only {
+	case "", "tes", "steps", "shares":
+	case "etcd":
+		if writesSummary {
+			return fmt.Errorf("-only etcd prints its own section of BENCHMARKS.md; -summary and -readme write make bench's, which it does not measure")
+		}
+	default:
+		return fmt.Errorf("-only %q: not a part; the parts are tes, steps, shares and etcd", only)
+	}
+	return nil
+}
+
 // commandLine is how the run was started, as the summary names it.
 func commandLine() string {
 	var args []string
@@ -112,6 +137,9 @@ func commandLine() string {
 	})
 	if len(args) == 0 && os.Getenv("MAKELEVEL") != "" {
 		return "`make bench`"
+	}
+	if len(args) == 1 && args[0] == "-only=etcd" && os.Getenv("MAKELEVEL") != "" {
+		return "`make bench-etcd`"
 	}
 	return "`" + strings.Join(append([]string{"go run ./test/bench"}, args...), " ") + "`"
 }
@@ -181,6 +209,10 @@ func benchAll(ctx context.Context) error {
 	}
 	if *flagOnly == "shares" {
 		return benchShares(ctx, c)
+	}
+	if *flagOnly == "etcd" {
+		etcdMeasured, err = benchEtcd(ctx, c)
+		return err
 	}
 
 	if !*flagSkipSteps {

@@ -458,6 +458,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
+// EtcdURL is the address of the etcd client port, plain HTTP on
+// 127.0.0.1, as the API server reaches it; "" for a cluster Attach made.
+func (c *Cluster) EtcdURL() string {
+	if c.ports.Etcd == 0 {
+		return ""
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", c.ports.Etcd)
+}
+
 // Processes returns the started components.
 func (c *Cluster) Processes() []*Process {
 	c.mu.Lock()
