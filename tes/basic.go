@@ -42,6 +42,7 @@ type Basic struct {
 	// count the failures.
 	cache                        *verified
 	failedUsers, failedAddresses *failures
+	checks                       chan struct{} // the bcrypt comparisons running
 
 	mu    sync.RWMutex
 	users map[string][]byte
@@ -82,7 +83,8 @@ func NewBasic(c BasicConfig) (*Basic, error) {
 	}
 	l := c.Limits.withDefaults()
 	b := &Basic{path: c.File, admins: map[string]bool{}, limits: l, now: c.Now, verify: c.Verify, logf: c.Logf,
-		cache: newVerified(l.MaxKeys), failedUsers: newFailures(l.PerUser, l), failedAddresses: newFailures(l.PerAddress, l)}
+		cache: newVerified(l.MaxKeys), failedUsers: newFailures(l.PerUser, l), failedAddresses: newFailures(l.PerAddress, l),
+		checks: make(chan struct{}, l.Checks)}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -231,20 +233,45 @@ func (b *Basic) Authenticate(r *http.Request) (Caller, error) {
 		return caller, nil
 	}
 	addr := addressKey(r)
-	if d := b.failedAddresses.wait(addr, now); d > 0 {
-		return Caller{}, &SignInsThrottled{Wait: d, Address: true}
+	if addr != "" {
+		if d := b.failedAddresses.wait(addr, now); d > 0 {
+			return Caller{}, &SignInsThrottled{Wait: d, Address: true}
+		}
 	}
-	if err := b.verify(hash, []byte(password)); err != nil || !known {
+	if err := b.check(r, hash, []byte(password)); err != nil || !known {
+		var busy *SignInsThrottled
+		if errors.As(err, &busy) {
+			return Caller{}, err
+		}
 		if d := b.failedUsers.fail(ukey, now); d > 0 {
 			b.logf("Failed sign-ins: a user name locked out", "user", logName(user), "lockout", d.String())
 		}
-		if d := b.failedAddresses.fail(addr, now); d > 0 {
-			b.logf("Failed sign-ins: an address locked out", "address", addr, "lockout", d.String())
+		if addr != "" {
+			if d := b.failedAddresses.fail(addr, now); d > 0 {
+				b.logf("Failed sign-ins: an address locked out", "address", addr, "lockout", d.String())
+			}
 		}
 		return Caller{}, errors.New("the user name or password is not valid")
 	}
 	b.cache.add(user, password, hash, now.Add(b.limits.CacheFor))
 	return caller, nil
+}
+
+// check runs the bcrypt comparison in one of the limits' Checks slots,
+// waiting for one at most Queue (or until the request ends): past it, the
+// sign-in is answered 429.
+func (b *Basic) check(r *http.Request, hash, password []byte) error {
+	t := time.NewTimer(b.limits.Queue)
+	defer t.Stop()
+	select {
+	case b.checks <- struct{}{}:
+	case <-t.C:
+		return &SignInsThrottled{Wait: time.Second, Busy: true}
+	case <-r.Context().Done():
+		return &SignInsThrottled{Wait: time.Second, Busy: true}
+	}
+	defer func() { <-b.checks }()
+	return b.verify(hash, password)
 }
 
 // logName is a user name for the log, cut to 64 bytes: a caller chooses

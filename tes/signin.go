@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -37,6 +38,12 @@ type SignInLimits struct {
 	// the addresses tracked: past it, the one used least recently is
 	// forgotten (10,000).
 	MaxKeys int
+	// Checks is how many bcrypt comparisons run at once (the cores the
+	// process may use); a sign-in that finds none free within Queue (2 s)
+	// is answered 429, so that a flood of wrong passwords costs the API a
+	// bounded share of its CPU, whatever names and addresses it comes from.
+	Checks int
+	Queue  time.Duration
 }
 
 // DefaultSignInLimits are the limits of a zero SignInLimits.
@@ -49,6 +56,8 @@ func DefaultSignInLimits() SignInLimits {
 		MinLockout: time.Second,
 		MaxLockout: 5 * time.Minute,
 		MaxKeys:    10000,
+		Checks:     runtime.GOMAXPROCS(0),
+		Queue:      2 * time.Second,
 	}
 }
 
@@ -76,6 +85,12 @@ func (l SignInLimits) withDefaults() SignInLimits {
 	if l.MaxKeys <= 0 {
 		l.MaxKeys = d.MaxKeys
 	}
+	if l.Checks <= 0 {
+		l.Checks = d.Checks
+	}
+	if l.Queue <= 0 {
+		l.Queue = d.Queue
+	}
 	return l
 }
 
@@ -86,6 +101,8 @@ type SignInsThrottled struct {
 	Wait time.Duration
 	// Address: the client's address is locked out, not the user name.
 	Address bool
+	// Busy: every bcrypt comparison was taken (SignInLimits.Checks).
+	Busy bool
 }
 
 // RetryAfter is Wait in whole seconds, at least 1 (Retry-After).
@@ -94,6 +111,9 @@ func (e *SignInsThrottled) RetryAfter() int {
 }
 
 func (e *SignInsThrottled) Error() string {
+	if e.Busy {
+		return fmt.Sprintf("too many sign-ins being checked at once: try again in %d s", e.RetryAfter())
+	}
 	of := "for this user name"
 	if e.Address {
 		of = "from this address"
@@ -300,10 +320,10 @@ func userKey(user string) string {
 // addressKey is the key of the request's client address as the server sees
 // it: the address of the connection's peer (RemoteAddr), never a header a
 // client can set (X-Forwarded-For). An IPv6 address counts as its /64, the
-// least a client is usually given. Behind Knative the peer is the pod's
-// queue-proxy, 127.0.0.1 for every request: the key is then the pod's, and
-// its limit bounds the failed sign-ins (and the bcrypt work they cost) of
-// the whole pod.
+// least a client is usually given. A loopback peer has no key: it is a
+// proxy of the pod's own (behind Knative, queue-proxy for every request),
+// whose lockout would lock every client out; there Checks bounds the
+// bcrypt work, and the user names' lockouts the guessing.
 func addressKey(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -314,6 +334,9 @@ func addressKey(r *http.Request) string {
 		return host
 	}
 	a = a.Unmap()
+	if a.IsLoopback() {
+		return ""
+	}
 	if a.Is6() {
 		p, _ := a.WithZone("").Prefix(64)
 		return p.String()

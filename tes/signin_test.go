@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,7 +237,67 @@ func TestSignInAddressLockout(t *testing.T) {
 		{user: "v3", password: "x", remote: "[2001:db8:1:2:abcd::9]:443", want: "401", verifies: 1},
 		{user: "v4", password: "x", remote: "[2001:db8:1:2::1]:443", want: "429 address 10", verifies: 0},
 		{user: "v5", password: "x", remote: "[2001:db8:1:3::1]:443", want: "401", verifies: 1},
+		// A loopback peer is a proxy of the pod's own (Knative's
+		// queue-proxy) that every client comes through: never locked out
+		// as an address, so one client's guesses lock no one else out.
+		{user: "w1", password: "x", remote: "127.0.0.1:5000", want: "401", verifies: 1},
+		{user: "w2", password: "x", remote: "127.0.0.1:5001", want: "401", verifies: 1},
+		{user: "w3", password: "x", remote: "127.0.0.1:5002", want: "401", verifies: 1},
+		{user: "w4", password: "x", remote: "127.0.0.1:5003", want: "401", verifies: 1},
+		{user: "bob", password: "builder", remote: "127.0.0.1:5004", want: "ok", verifies: 0},
+		{user: "alice", password: "builder", remote: "[::1]:5005", want: "401", verifies: 1},
 	})
+}
+
+// TestSignInChecksBounded: at most Checks bcrypt comparisons run at once;
+// a sign-in that finds none free within Queue is a 429 without a
+// comparison, and counts as no failure of its user name.
+func TestSignInChecksBounded(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "users")
+	writeUsers(t, file, htpasswd(t, "alice", "wonderland"))
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	var mu sync.Mutex
+	verifies := 0
+	b, err := NewBasic(BasicConfig{File: file, Limits: SignInLimits{Checks: 1, Queue: 20 * time.Millisecond, PerUser: 1},
+		Verify: func(hash, password []byte) error {
+			mu.Lock()
+			verifies++
+			mu.Unlock()
+			started <- struct{}{}
+			<-release
+			return bcrypt.CompareHashAndPassword(hash, password)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn := func(user, password string) error {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.SetBasicAuth(user, password)
+		_, err := b.Authenticate(r)
+		return err
+	}
+	first := make(chan error, 1)
+	go func() { first <- signIn("alice", "wonderland") }()
+	<-started
+	var th *SignInsThrottled
+	if err := signIn("mallory", "guess"); !errors.As(err, &th) || !th.Busy || th.RetryAfter() != 1 {
+		t.Fatalf("a sign-in while every check is taken: %v, want a 429 (busy) with Retry-After 1", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the sign-in that held the check: %v", err)
+	}
+	if verifies != 1 {
+		t.Errorf("%d bcrypt comparisons, want 1: the refused sign-in made none", verifies)
+	}
+	// The refusal was no failure of mallory's: one failure (PerUser 1)
+	// locks it out now, not before.
+	if err := signIn("mallory", "guess"); err == nil || errors.As(err, &th) {
+		t.Fatalf("mallory's first checked guess: %v, want a 401", err)
+	}
+	if err := signIn("mallory", "guess"); !errors.As(err, &th) || th.Busy {
+		t.Fatalf("mallory's second guess: %v, want the user name locked out", err)
+	}
 }
 
 // TestAddressKey: the address is the connection's peer, never
@@ -244,7 +306,9 @@ func TestAddressKey(t *testing.T) {
 	for _, c := range []struct{ remote, xff, want string }{
 		{"192.0.2.1:1234", "", "192.0.2.1"},
 		{"192.0.2.1:1234", "198.51.100.9", "192.0.2.1"},
-		{"127.0.0.1:55000", "203.0.113.1, 10.0.0.3", "127.0.0.1"},
+		{"127.0.0.1:55000", "203.0.113.1, 10.0.0.3", ""},
+		{"[::1]:8080", "", ""},
+		{"[::ffff:127.0.0.2]:80", "", ""},
 		{"[::ffff:192.0.2.1]:80", "", "192.0.2.1"},
 		{"[2001:db8::1]:80", "", "2001:db8::/64"},
 		{"[fe80::1%eth0]:80", "", "fe80::/64"},
@@ -308,7 +372,8 @@ func TestSignInKeysBounded(t *testing.T) {
 // TestSignInLimitsDefaults: a zero field is its default; the defaults are
 // the documented ones.
 func TestSignInLimitsDefaults(t *testing.T) {
-	want := SignInLimits{CacheFor: 5 * time.Minute, PerUser: 10, PerAddress: 100, Window: time.Minute, MinLockout: time.Second, MaxLockout: 5 * time.Minute, MaxKeys: 10000}
+	want := SignInLimits{CacheFor: 5 * time.Minute, PerUser: 10, PerAddress: 100, Window: time.Minute, MinLockout: time.Second, MaxLockout: 5 * time.Minute, MaxKeys: 10000,
+		Checks: runtime.GOMAXPROCS(0), Queue: 2 * time.Second}
 	if got := (SignInLimits{}).withDefaults(); got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
