@@ -91,6 +91,11 @@ const (
 	// AnnotationTags (anchor) holds the task's TES tags as JSON, for the
 	// TES API's list to filter by.
 	AnnotationTags = AnnotationPrefix + "tags"
+	// AnnotationSize (anchor) is the anchor's size in bytes as the TES API
+	// created it (its protobuf encoding, what the API server writes to
+	// etcd but for the fields it adds), for the TES API to sum a user's
+	// unfinished tasks from their anchors' metadata.
+	AnnotationSize = AnnotationPrefix + "size"
 )
 
 // SubmittedByTESAPI is the value of AnnotationSubmittedBy on the anchors the

@@ -114,6 +114,10 @@ func (s *Server) create(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	var id string
+	// done ends the create's place among its user's unfinished tasks
+	// (admitCreate): with the name written, or none if nothing was.
+	done, created := func(string) {}, ""
+	defer func() { done(created) }()
 	for attempt := 0; ; attempt++ {
 		id = taskmeta.NewID(s.now())
 		raw, err := Convert(t, id, opts)
@@ -125,6 +129,16 @@ func (s *Server) create(c echo.Context) error {
 			return s.fail(c, err)
 		}
 		noteIgnored(cm, ignored)
+		size := recordSize(cm)
+		if attempt == 0 {
+			// The user's bounds, counted with the creates this process
+			// is writing; its place is held until the write ends.
+			admitted, err := s.admitCreate(c, caller.Label, id, size)
+			if err != nil {
+				return s.fail(c, err)
+			}
+			done = admitted
+		}
 		err = s.store().CreateAnchor(ctx, cm)
 		if apierrors.IsAlreadyExists(err) && attempt < maxCreateAttempts {
 			continue
@@ -134,6 +148,7 @@ func (s *Server) create(c echo.Context) error {
 		}
 		break
 	}
+	created = id
 	s.Telemetry.TaskCreated(ctx)
 	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
 	s.post(ctx, "submit-"+id, events.NewTaskSubmitted(id, s.Config.Namespace))

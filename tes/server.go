@@ -50,6 +50,9 @@ type Config struct {
 	// CreatesPerMinute is how many tasks each user may create a minute
 	// (TES_CREATE_RATE_PER_USER), in bursts of as many; 0: no limit.
 	CreatesPerMinute float64
+	// Backlog bounds each user's tasks that have not ended and their
+	// anchors' bytes (the zero Backlog: none).
+	Backlog Backlog
 }
 
 // Server is the TES API of one namespace. It keeps nothing between requests:
@@ -72,6 +75,9 @@ type Server struct {
 	// creates is each user's rate of creates (Config.CreatesPerMinute),
 	// made by Echo.
 	creates *createLimits
+	// backlogs is each user's turn to create in this process, and the
+	// creates a list may not show yet (Config.Backlog).
+	backlogs backlogs
 }
 
 // store is the cluster as the API reads and writes it.

@@ -139,6 +139,9 @@ func apiConfig(getenv func(string) string) (tes.Config, error) {
 		}
 		cfg.CreatesPerMinute = n
 	}
+	if cfg.Backlog, err = backlog(def); err != nil {
+		return cfg, err
+	}
 	for _, p := range []struct {
 		v, name string
 		to      *float64
@@ -207,6 +210,28 @@ func taskLimits(def func(name, fallback string) string) (tes.Limits, error) {
 		*c.to = n
 	}
 	return l, nil
+}
+
+// backlog reads the bounds of each user's tasks that have not ended: an
+// unset variable keeps tes.DefaultBacklog's value, 0 lifts the bound, and
+// anything but a whole number from 0 is an error naming the variable.
+func backlog(def func(name, fallback string) string) (tes.Backlog, error) {
+	b := tes.DefaultBacklog()
+	if v := def("TES_MAX_UNFINISHED_TASKS_PER_USER", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return b, fmt.Errorf("TES_MAX_UNFINISHED_TASKS_PER_USER=%q is not a whole number of tasks from 0 (0: no limit)", v)
+		}
+		b.Tasks = n
+	}
+	if v := def("TES_MAX_UNFINISHED_BYTES_PER_USER", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return b, fmt.Errorf("TES_MAX_UNFINISHED_BYTES_PER_USER=%q is not a whole number of bytes from 0 (0: no limit)", v)
+		}
+		b.Bytes = n
+	}
+	return b, nil
 }
 
 func run(args []string, getenv func(string) string) error {

@@ -38,6 +38,13 @@ func TestAPIConfig(t *testing.T) {
 		{"disk infinite", map[string]string{"TES_MAX_DISK_GB": "+Inf"}, "TES_MAX_DISK_GB"},
 		{"create rate", map[string]string{"TES_CREATE_RATE_PER_USER": "120"}, ""},
 		{"create rate not a number", map[string]string{"TES_CREATE_RATE_PER_USER": "fast"}, "TES_CREATE_RATE_PER_USER"},
+		{"unfinished bounds", map[string]string{"TES_MAX_UNFINISHED_TASKS_PER_USER": "50", "TES_MAX_UNFINISHED_BYTES_PER_USER": " 1048576 "}, ""},
+		{"unfinished bounds lifted", map[string]string{"TES_MAX_UNFINISHED_TASKS_PER_USER": "0", "TES_MAX_UNFINISHED_BYTES_PER_USER": "0"}, ""},
+		{"unfinished tasks not a number", map[string]string{"TES_MAX_UNFINISHED_TASKS_PER_USER": "lots"}, "TES_MAX_UNFINISHED_TASKS_PER_USER"},
+		{"unfinished tasks below 0", map[string]string{"TES_MAX_UNFINISHED_TASKS_PER_USER": "-1"}, "TES_MAX_UNFINISHED_TASKS_PER_USER"},
+		{"unfinished bytes with a unit", map[string]string{"TES_MAX_UNFINISHED_BYTES_PER_USER": "64Mi"}, "TES_MAX_UNFINISHED_BYTES_PER_USER"},
+		{"unfinished bytes below 0", map[string]string{"TES_MAX_UNFINISHED_BYTES_PER_USER": "-5"}, "TES_MAX_UNFINISHED_BYTES_PER_USER"},
+		{"unfinished bytes a fraction", map[string]string{"TES_MAX_UNFINISHED_BYTES_PER_USER": "1.5"}, "TES_MAX_UNFINISHED_BYTES_PER_USER"},
 		{"prices", map[string]string{"TES_PRICE_PER_CORE_HOUR_USD": "0.04", "TES_PRICE_PER_RAM_GB_HOUR_USD": " 0.005 ", "TES_PRICE_PER_DISK_GB_HOUR_USD": "0"}, ""},
 		{"a price not a number", map[string]string{"TES_PRICE_PER_RAM_GB_HOUR_USD": "cheap"}, "TES_PRICE_PER_RAM_GB_HOUR_USD"},
 		{"a price below 0", map[string]string{"TES_PRICE_PER_CORE_HOUR_USD": "-1"}, "TES_PRICE_PER_CORE_HOUR_USD"},
@@ -55,6 +62,17 @@ func TestAPIConfig(t *testing.T) {
 			case "defaults":
 				if cfg.Limits != tes.DefaultLimits() {
 					t.Errorf("limits %+v, want the defaults %+v", cfg.Limits, tes.DefaultLimits())
+				}
+				if cfg.Backlog != tes.DefaultBacklog() || cfg.Backlog.Tasks == 0 || cfg.Backlog.Bytes == 0 {
+					t.Errorf("unfinished bounds %+v, want the defaults %+v, both on", cfg.Backlog, tes.DefaultBacklog())
+				}
+			case "unfinished bounds":
+				if cfg.Backlog != (tes.Backlog{Tasks: 50, Bytes: 1 << 20}) {
+					t.Errorf("unfinished bounds %+v, want 50 tasks and 1048576 bytes", cfg.Backlog)
+				}
+			case "unfinished bounds lifted":
+				if cfg.Backlog != (tes.Backlog{}) {
+					t.Errorf("unfinished bounds %+v, want none", cfg.Backlog)
 				}
 			case "prices":
 				if cfg.Prices != (steps.Prices{CoreHour: 0.04, RAMGBHour: 0.005}) {
