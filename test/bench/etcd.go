@@ -79,12 +79,13 @@ func benchEtcd(ctx context.Context, c *cluster.Cluster) (*etcdRun, error) {
 	}
 	run := &etcdRun{MaxExecutors: maxExecutors}
 	for _, spec := range specs {
+		fmt.Printf("\n-- %s: %s (request %s bytes)\n", spec.Name, spec.What, num(len(spec.Body)))
 		shape, err := runEtcdShape(ctx, c, g, api, ns, spec)
 		if err != nil {
 			return nil, fmt.Errorf("task %q: %w (the stack's log: %s)", spec.Name, err, logFile.Name())
 		}
 		run.Shapes = append(run.Shapes, shape)
-		fmt.Printf("\n-- %s: %s (request %s bytes)\n%s%s\n", shape.Name, shape.What, num(shape.RequestBytes), etcdTable(shape), etcdArithmetic(shape))
+		fmt.Printf("task %s, %d samples while it ran\n%s%s\n", shape.Task, shape.Samples, etcdTable(shape), etcdArithmetic(shape))
 		if spec.Executors > 1 {
 			run.PerExecutor = executorBytes(shape.Kept(), shape.Task) / int64(spec.Executors)
 			fmt.Printf("each executor keeps %s bytes once the task ended (its Job and Pod); the TES API admits up to %s executors of the shortest form, about %s bytes of them in one task\n",
@@ -265,13 +266,14 @@ func runEtcdShape(ctx context.Context, c *cluster.Cluster, g *etcdGateway, api, 
 				return shape, err
 			}
 			state = v.State
-			if tesv1.IsFinal(state) {
-				if state != tesv1.StateComplete {
-					var full tesv1.Task
-					_ = tesCall(http.MethodGet, api+"/tasks/"+id+"?view=FULL", nil, &full)
-					b, _ := json.Marshal(full.Logs)
-					return shape, fmt.Errorf("task %s ended %s, not COMPLETE: %s", id, state, b)
-				}
+			done, err := judgeState(id, state)
+			if err != nil {
+				var full tesv1.Task
+				_ = tesCall(http.MethodGet, api+"/tasks/"+id+"?view=FULL", nil, &full)
+				b, _ := json.Marshal(full.Logs)
+				return shape, fmt.Errorf("%w: %s", err, b)
+			}
+			if done {
 				ended = time.Now()
 				shape.Samples = len(samples)
 			}
@@ -288,7 +290,9 @@ func runEtcdShape(ctx context.Context, c *cluster.Cluster, g *etcdGateway, api, 
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	shape.Peak, shape.Final = peakOf(samples), last
+	// The peak while it ran: of the samples taken before the TES API
+	// answered a final state.
+	shape.Peak, shape.Final = peakOf(samples[:shape.Samples]), last
 	written, err := w.history(ctx)
 	if err != nil {
 		fmt.Printf("  (the history of task %s's keys was not read: %v)\n", id, err)
@@ -297,6 +301,18 @@ func runEtcdShape(ctx context.Context, c *cluster.Cluster, g *etcdGateway, api, 
 	}
 	crossCheck(ctx, c, ns, id, shape.Final)
 	return shape, nil
+}
+
+// judgeState says whether a task in state has ended; an error if it ended
+// otherwise than COMPLETE, which fails the run.
+func judgeState(id, state string) (ended bool, err error) {
+	switch {
+	case !tesv1.IsFinal(state):
+		return false, nil
+	case state != tesv1.StateComplete:
+		return true, fmt.Errorf("task %s ended %s, not COMPLETE", id, state)
+	}
+	return true, nil
 }
 
 // sameFootprint says whether two samples hold the same keys at the same

@@ -239,3 +239,24 @@ func TestCheckOnly(t *testing.T) {
 		}
 	}
 }
+
+// A task that ends otherwise than COMPLETE fails the run.
+func TestJudgeState(t *testing.T) {
+	for _, c := range []struct {
+		state string
+		ended bool
+		fails bool
+	}{
+		{"", false, false}, {"QUEUED", false, false}, {"INITIALIZING", false, false}, {"RUNNING", false, false},
+		{"COMPLETE", true, false},
+		{"EXECUTOR_ERROR", true, true}, {"SYSTEM_ERROR", true, true}, {"CANCELED", true, true}, {"PREEMPTED", true, true},
+	} {
+		ended, err := judgeState("task-1", c.state)
+		if ended != c.ended || (err != nil) != c.fails {
+			t.Errorf("judgeState(%q) = %v, %v; want ended %v, failing %v", c.state, ended, err, c.ended, c.fails)
+		}
+		if err != nil && !strings.Contains(err.Error(), "task-1 ended "+c.state+", not COMPLETE") {
+			t.Errorf("judgeState(%q): %v does not name the task and its state", c.state, err)
+		}
+	}
+}
