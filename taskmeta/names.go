@@ -91,10 +91,12 @@ const (
 	// AnnotationTags (anchor) holds the task's TES tags as JSON, for the
 	// TES API's list to filter by.
 	AnnotationTags = AnnotationPrefix + "tags"
-	// AnnotationSize (anchor) is the anchor's size in bytes as the TES API
-	// created it (its protobuf encoding, what the API server writes to
-	// etcd but for the fields it adds), for the TES API to sum a user's
-	// unfinished tasks from their anchors' metadata.
+	// AnnotationSize (anchor) is, in bytes, the TES API's estimate at the
+	// task's create of what the task keeps in etcd at its peak: its anchor
+	// as created, its executors' Jobs and Pods, its PVC, its filers and
+	// its Events (tes.Footprint), for the TES API to sum a user's
+	// unfinished tasks from their anchors' metadata. An anchor an earlier
+	// version created holds its own size there.
 	AnnotationSize = AnnotationPrefix + "size"
 )
 

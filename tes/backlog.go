@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
@@ -17,25 +16,29 @@ import (
 )
 
 // Backlog bounds what one user keeps on the cluster in tasks that have not
-// ended: each is its anchor in etcd until it ends (and then until its
-// TTL). A create past a bound is answered 429, and nothing is written.
-// 0 is no bound.
+// ended: each is in etcd, its anchor from its create and its PVC, Jobs,
+// Pods and Events as it runs, until it ends (and then until its TTL). A
+// create past a bound is answered 429, and nothing is written. 0 is no
+// bound.
 type Backlog struct {
 	// Tasks is the most tasks a user may have that have not ended
 	// (TES_MAX_UNFINISHED_TASKS_PER_USER).
 	Tasks int
-	// Bytes is the most bytes their anchors may hold together
-	// (TES_MAX_UNFINISHED_BYTES_PER_USER), each anchor counted at its
-	// size recorded at its create (taskmeta.AnnotationSize).
+	// Bytes is the most bytes those tasks may keep in etcd together
+	// (TES_MAX_UNFINISHED_BYTES_PER_USER), each counted at the estimate
+	// of its peak (Footprint) recorded at its create
+	// (taskmeta.AnnotationSize).
 	Bytes int64
 }
 
-// DefaultBacklog is the bound of a service whose operator set none: a
-// workflow engine's task is an anchor of 1.3 to 1.9 KB, so 1,000 of them
-// fit in 4 MiB twice; 100 users at their bounds hold 400 MiB of anchors at
-// most, a fifth of etcd's default quota of 2 GiB (the arithmetic is in
-// docs/operations.md).
-func DefaultBacklog() Backlog { return Backlog{Tasks: 1000, Bytes: 4 << 20} }
+// DefaultBacklog is the bound of a service whose operator set none, sized
+// for 100 users on etcd's default quota of 2 GiB: 100 × 8 MiB = 800 MiB of
+// unfinished tasks at most, as estimated, the rest of the quota left to
+// the ended tasks kept until their TTL and to the rest of the cluster. The
+// smallest task is estimated at 44.6 KB and a workflow engine's at about
+// 46 KB, so 8 MiB holds 180 to 187 of them; 200 tasks bound the count
+// where the bytes are raised (the arithmetic is in docs/operations.md).
+func DefaultBacklog() Backlog { return Backlog{Tasks: 200, Bytes: 8 << 20} }
 
 // backlogRetryAfter is the Retry-After of a create refused for a user's
 // backlog: when its tasks end is not known; a minute is a polite wait.
@@ -158,23 +161,10 @@ func (b *backlogs) forget(now time.Time) {
 	}
 }
 
-// recordSize writes into an anchor about to be created its size
-// (taskmeta.AnnotationSize: its protobuf encoding, the annotation
-// included) and returns it.
-func recordSize(cm *corev1.ConfigMap) int64 {
-	v := ""
-	for {
-		cm.Annotations[taskmeta.AnnotationSize] = v
-		n := strconv.Itoa(cm.Size())
-		if n == v {
-			return int64(cm.Size())
-		}
-		v = n
-	}
-}
-
-// sizeOf is an anchor's recorded size; 0 for an anchor without one (the
-// TESK API's, and those created before sizes were recorded).
+// sizeOf is a task's footprint recorded on its anchor (recordFootprint);
+// 0 for an anchor without one (the TESK API's, and those created before
+// sizes were recorded). An anchor an earlier version created records its
+// own size there, not the task's footprint.
 func sizeOf(m metav1.ObjectMeta) int64 {
 	n, err := strconv.ParseInt(m.Annotations[taskmeta.AnnotationSize], 10, 64)
 	if err != nil || n < 0 {
@@ -221,7 +211,7 @@ func (s *Server) admitCreate(c echo.Context, user, key string, size int64) (done
 		return func(string) {}, nil
 	}
 	if l.Bytes > 0 && size > l.Bytes {
-		return nil, bad("the task is %d bytes as stored, more than the %d bytes of unfinished tasks this service lets each user hold (TES_MAX_UNFINISHED_BYTES_PER_USER)", size, l.Bytes)
+		return nil, bad("the task would keep about %d bytes in etcd (its ConfigMap, Jobs, Pods, PVC and Events, as estimated), more than the %d bytes of unfinished tasks this service lets each user hold (TES_MAX_UNFINISHED_BYTES_PER_USER)", size, l.Bytes)
 	}
 	listed := s.now()
 	items, err := s.store().UnfinishedAnchors(c.Request().Context(), user)
@@ -234,7 +224,7 @@ func (s *Server) admitCreate(c echo.Context, user, key string, size int64) (done
 	}
 	why := fmt.Sprintf("too many unfinished tasks: you have %d tasks that have not ended, and this service lets each user have %d (TES_MAX_UNFINISHED_TASKS_PER_USER); create more as they end", tasks, l.Tasks)
 	if l.Tasks <= 0 || tasks < l.Tasks {
-		why = fmt.Sprintf("too many bytes in unfinished tasks: your %d tasks that have not ended hold %d bytes, and this one's %d would pass the %d bytes this service lets each user hold (TES_MAX_UNFINISHED_BYTES_PER_USER); create more as they end", tasks, bytes, size, l.Bytes)
+		why = fmt.Sprintf("too many bytes in unfinished tasks: your %d tasks that have not ended keep about %d bytes in etcd, and this one's %d would pass the %d bytes this service lets each user hold (TES_MAX_UNFINISHED_BYTES_PER_USER); create more as they end", tasks, bytes, size, l.Bytes)
 	}
 	c.Response().Header().Set("Retry-After", strconv.Itoa(backlogRetryAfter))
 	return nil, echo.NewHTTPError(http.StatusTooManyRequests, why)

@@ -174,8 +174,10 @@ func TestUnfinishedTasksBound(t *testing.T) {
 	}
 }
 
-// TestUnfinishedBytesBound: the anchors a user's unfinished tasks hold are
-// summed from the sizes their creates recorded; a create that would pass
+// TestUnfinishedBytesBound: what a user's unfinished tasks keep in etcd is
+// summed from the estimates their creates recorded (Footprint: the
+// anchor, its executors' Jobs and Pods, the task's PVC, filers and
+// Events); a create that would pass
 // the bound is a 429 naming it and writes nothing; ended tasks and other
 // users' tasks do not count. A task larger than the whole bound is a 400:
 // no wait admits it.
@@ -191,8 +193,8 @@ func TestUnfinishedBytesBound(t *testing.T) {
 	}
 	cm := l.Items[0]
 	size, err := strconv.ParseInt(cm.Annotations[taskmeta.AnnotationSize], 10, 64)
-	if err != nil || size != int64(cm.Size()) || size < 500 {
-		t.Fatalf("the anchor's recorded size %q, its size %d", cm.Annotations[taskmeta.AnnotationSize], cm.Size())
+	if want := int64(cm.Size()) + footprintPerTask + footprintPerExecutor; err != nil || size < want || size > want+4000 {
+		t.Fatalf("the task's recorded footprint %q, want its anchor (%d bytes), its executor's Job and Pod and the rest of the task (%d)", cm.Annotations[taskmeta.AnnotationSize], cm.Size(), want)
 	}
 	// Sizes differ by a few bytes from task to task (the id is in the
 	// gzipped task): the bound leaves room for one more, not two.
@@ -210,7 +212,7 @@ func TestUnfinishedBytesBound(t *testing.T) {
 	held := size + 100 + recorded(t, a, "alice")
 	before := len(a.anchors(t))
 	code, msg, retry := a.createAs("alice")
-	wantMsg := fmt.Sprintf("your 3 tasks that have not ended hold %d bytes, and this one's", held)
+	wantMsg := fmt.Sprintf("your 3 tasks that have not ended keep about %d bytes in etcd, and this one's", held)
 	if code != http.StatusTooManyRequests || retry != "60" || !strings.Contains(msg, "TES_MAX_UNFINISHED_BYTES_PER_USER") || !strings.Contains(msg, wantMsg) ||
 		!strings.Contains(msg, fmt.Sprintf("would pass the %d bytes this service lets each user hold", bound)) {
 		t.Fatalf("alice's create past the bound: %d %q, Retry-After %q; want 429 saying %q", code, msg, retry, wantMsg)
@@ -223,7 +225,8 @@ func TestUnfinishedBytesBound(t *testing.T) {
 	}
 	a.srv.Config.Backlog = Backlog{Bytes: size - 100}
 	code, msg, _ = a.createAs("dave")
-	if code != http.StatusBadRequest || !strings.Contains(msg, "TES_MAX_UNFINISHED_BYTES_PER_USER") || !strings.Contains(msg, fmt.Sprintf("bytes as stored, more than the %d bytes", size-100)) {
+	if code != http.StatusBadRequest || !strings.Contains(msg, "TES_MAX_UNFINISHED_BYTES_PER_USER") || !strings.Contains(msg, "would keep about ") ||
+		!strings.Contains(msg, fmt.Sprintf("bytes in etcd (its ConfigMap, Jobs, Pods, PVC and Events, as estimated), more than the %d bytes", size-100)) {
 		t.Errorf("a task larger than the bound: %d %q, want 400 naming the bound", code, msg)
 	}
 	a.srv.Config.Backlog = Backlog{}

@@ -270,6 +270,12 @@ type ConvertOptions struct {
 // TESK API converts it: each executor a Job spec <id>-ex-NN, the inputs,
 // outputs and volumes as they are, and the disk size.
 func Convert(t *tesv1.Task, id string, o ConvertOptions) ([]byte, error) {
+	_, raw, err := convert(t, id, o)
+	return raw, err
+}
+
+// convert is Convert, with the task JSON also as the steps read it back.
+func convert(t *tesv1.Task, id string, o ConvertOptions) (*taskspec.Task, []byte, error) {
 	spec := taskspec.Task{Volumes: t.Volumes}
 	for _, in := range t.Inputs {
 		spec.Inputs = append(spec.Inputs, taskspec.Input{
@@ -301,17 +307,17 @@ func Convert(t *tesv1.Task, id string, o ConvertOptions) ([]byte, error) {
 	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The steps read it back with the same rules.
 	decoded, err := taskspec.Decode(raw)
 	if err != nil {
-		return nil, bad("%v", strings.TrimPrefix(err.Error(), "invalid task: "))
+		return nil, nil, bad("%v", strings.TrimPrefix(err.Error(), "invalid task: "))
 	}
 	if err := decoded.Refusal(); err != nil {
-		return nil, bad("%v", err)
+		return nil, nil, bad("%v", err)
 	}
-	return raw, nil
+	return decoded, raw, nil
 }
 
 func executorJob(t *tesv1.Task, id string, i int, ex tesv1.Executor, res tesv1.Resources, o ConvertOptions) batchv1.Job {

@@ -120,7 +120,7 @@ func (s *Server) create(c echo.Context) error {
 	defer func() { done(created) }()
 	for attempt := 0; ; attempt++ {
 		id = taskmeta.NewID(s.now())
-		raw, err := Convert(t, id, opts)
+		spec, raw, err := convert(t, id, opts)
 		if err != nil {
 			return s.fail(c, err)
 		}
@@ -129,7 +129,9 @@ func (s *Server) create(c echo.Context) error {
 			return s.fail(c, err)
 		}
 		noteIgnored(cm, ignored)
-		size := recordSize(cm)
+		// What the task will keep in etcd, which the user's bound of
+		// bytes counts: its anchor, its Jobs, Pods, PVC and Events.
+		size := recordFootprint(cm, spec, steps.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
 		if attempt == 0 {
 			// The user's bounds, counted with the creates this process
 			// is writing; its place is held until the write ends.
