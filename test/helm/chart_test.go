@@ -69,7 +69,7 @@ func TestTemplateValues(t *testing.T) {
 		{"unfinished bounds", map[string]any{"auth": none, "tasks": map[string]any{"limits": map[string]any{"unfinishedTasksPerUser": 50, "unfinishedBytesPerUser": 67108864}}},
 			[]string{`TES_MAX_UNFINISHED_TASKS_PER_USER: "50"`, `TES_MAX_UNFINISHED_BYTES_PER_USER: "67108864"`}},
 		{"unfinished bounds by default", map[string]any{"auth": none},
-			[]string{`TES_MAX_UNFINISHED_TASKS_PER_USER: "1000"`, `TES_MAX_UNFINISHED_BYTES_PER_USER: "4194304"`}},
+			[]string{`TES_MAX_UNFINISHED_TASKS_PER_USER: "200"`, `TES_MAX_UNFINISHED_BYTES_PER_USER: "8388608"`}},
 		{"quota and limit range", map[string]any{"auth": none, "namespaces": map[string]any{"tasks": "t1"}, "tasks": map[string]any{
 			"resourceQuota": map[string]any{"requests.cpu": "64", "persistentvolumeclaims": "500"},
 			"limitRange":    []any{map[string]any{"type": "Container", "defaultRequest": map[string]any{"cpu": "100m"}}}}},
