@@ -185,10 +185,12 @@ type etcdShape struct {
 	Task string
 	// RequestBytes is the create request's JSON.
 	RequestBytes int
-	// AnchorRecorded is the anchor's size as the TES API recorded it at
-	// its create, what TES_MAX_UNFINISHED_BYTES_PER_USER counts (0: not
-	// recorded).
-	AnchorRecorded int64
+	// Estimate is what the TES API recorded on the anchor at the task's
+	// create (taskmeta.AnnotationSize): its estimate of the task's peak in
+	// etcd (tes.Footprint), what TES_MAX_UNFINISHED_BYTES_PER_USER counts,
+	// to compare with the peak measured (0: not recorded). A TES API of
+	// before the estimate recorded the anchor's own size there.
+	Estimate int64
 	// Executors is the task's executors.
 	Executors int
 	// Samples is how many times the task's keys were read while it ran.
@@ -269,21 +271,21 @@ func etcdArithmetic(s etcdShape) string {
 		num(2*perGiB(peak)), num(perGiB(peak)), num(2*perGiB(final)), num(perGiB(final)), num(2*perGiB(kept)), num(kept), num(perGiB(kept)))
 }
 
-// etcdOverview is one row per shape: the request, the anchor as the
-// bound counts it, and the task's bytes in etcd at each moment.
+// etcdOverview is one row per shape: the request, the estimate the bound
+// counts, and the task's bytes in etcd at each moment.
 func etcdOverview(shapes []etcdShape) string {
 	var b strings.Builder
-	b.WriteString("| task | request | anchor at create (the bound counts) | peak | ended | kept until TASK_TTL (no Events) | written, all revisions | tasks per GiB: peak / ended / kept |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| task | request | estimate at create (tesk.ga4gh.org/size, the bound counts) | peak | ended | kept until TASK_TTL (no Events) | written, all revisions | tasks per GiB: peak / ended / kept |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range shapes {
-		anchor := "not recorded"
-		if s.AnchorRecorded > 0 {
-			anchor = num(s.AnchorRecorded)
+		estimate := "not recorded"
+		if s.Estimate > 0 {
+			estimate = num(s.Estimate)
 		}
 		written := "not read"
 		if w := s.writtenTotal(); w >= 0 {
 			written = num(w)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |\n", s.Name, num(s.RequestBytes), anchor,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |\n", s.Name, num(s.RequestBytes), estimate,
 			num(s.Peak.total()), num(s.Final.total()), num(s.Kept().total()), written,
 			num(perGiB(s.Peak.total())), num(perGiB(s.Final.total())), num(perGiB(s.Kept().total())))
 	}

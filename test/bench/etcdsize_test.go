@@ -142,7 +142,7 @@ func TestPerGiB(t *testing.T) {
 }
 
 func TestEtcdTable(t *testing.T) {
-	s := etcdShape{Name: "small", Task: testTask, RequestBytes: 300, AnchorRecorded: 2900, Peak: testPeak, Final: testFinal,
+	s := etcdShape{Name: "small", Task: testTask, RequestBytes: 300, Estimate: 2900, Peak: testPeak, Final: testFinal,
 		Written: map[string]kindFigure{kindAnchor: {Written: 20000, Writes: 6}, kindJob: {Written: 16000, Writes: 4}}}
 	table := etcdTable(s)
 	for _, want := range []string{
@@ -175,6 +175,11 @@ func TestEtcdTable(t *testing.T) {
 		}
 	}
 	over := etcdOverview([]etcdShape{s, {Name: "unread", RequestBytes: 10, Peak: testPeak, Final: testPeak}})
+	// The bound's column is the estimate the create recorded, not the
+	// anchor's size.
+	if !strings.Contains(over, "| task | request | estimate at create (tesk.ga4gh.org/size, the bound counts) | peak |") {
+		t.Errorf("the overview's header does not name the estimate:\n%s", over)
+	}
 	for _, want := range []string{
 		"| small | 300 | 2,900 | 15,400 | 25,200 | 23,900 | 20,000 | 69,723 / 42,608 / 44,926 |",
 		"| unread | 10 | not recorded | 15,400 | 15,400 | 13,900 | not read | 69,723 / 69,723 / 77,247 |",
