@@ -590,6 +590,7 @@ func (r *run) startTES(ctx context.Context, sink string) (string, func(), error)
 	p := &service{
 		bin:   r.o.TES,
 		args:  []string{"--kubeconfig", kubeconfig, "--namespace", r.ns, "--port", fmt.Sprint(port), "--no-auth", "--sink", sink},
+		env:   tesEnv(len(r.tasks)),
 		url:   fmt.Sprintf("http://127.0.0.1:%d", port),
 		ready: "/healthz",
 		log:   logs,
@@ -600,6 +601,16 @@ func (r *run) startTES(ctx context.Context, sink string) (string, func(), error)
 	}
 	var once sync.Once
 	return p.url, func() { once.Do(func() { p.stop(); logs.Close() }) }, nil
+}
+
+// tesEnv is the TES API's environment for a run of n tasks, submitted at
+// once by one user (there is no access control): its bounds of a user's
+// unfinished tasks admit all of them (TES_MAX_UNFINISHED_TASKS_PER_USER
+// n, the bytes not bounded), where the defaults, 200 tasks and 8 MiB of
+// estimates, would refuse part of make chaos's 200 (about 55 KB each) and
+// the refused creates would count as the harness's retries.
+func tesEnv(n int) []string {
+	return []string{fmt.Sprintf("TES_MAX_UNFINISHED_TASKS_PER_USER=%d", n), "TES_MAX_UNFINISHED_BYTES_PER_USER=0"}
 }
 
 // waitGone waits until no object of the given resources carries the task
