@@ -15,7 +15,8 @@
 //     handler itself (direct delivery; the Broker's Triggers of Job and Pod
 //     events filter a type no event has meanwhile);
 //   - with -scale n, n tasks of three executors created at once through
-//     the TES API, into the handler as Knative scales it: tasks a second,
+//     the TES API (its bounds of a user's unfinished tasks raised to n, the
+//     bytes unbounded), into the handler as Knative scales it: tasks a second,
 //     the step gap, the handler's pods over time and its CPU per task (the
 //     kubelet's figures), failed deliveries, the dead letter sink's pods,
 //     and the handler's API requests per task from the API server's audit

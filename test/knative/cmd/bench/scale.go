@@ -172,6 +172,26 @@ func setShare(ctx context.Context, env *knative.Env, share int) error {
 	return env.WaitZero(ctx, "tesk-handler", 5*time.Minute)
 }
 
+// scaleBacklog is the merge patch of the TES API's configuration that
+// lets the scale run's one user have its n tasks unfinished at once: the
+// bound of tasks raised to n, the bytes not bounded. The defaults (200
+// tasks and 8 MiB of estimates, a task of three executors about 68 KB)
+// would refuse all but about 124 of them.
+func scaleBacklog(n int) string {
+	return fmt.Sprintf(`{"data":{"TES_MAX_UNFINISHED_TASKS_PER_USER":"%d","TES_MAX_UNFINISHED_BYTES_PER_USER":"0"}}`, n)
+}
+
+// setBacklog applies scaleBacklog(n) to the TES API's ConfigMap and waits
+// for the TES API at zero pods, so that the next create starts a pod that
+// reads it.
+func setBacklog(ctx context.Context, env *knative.Env, n int) error {
+	if _, err := env.C.Client.CoreV1().ConfigMaps(knative.Platform).Patch(ctx, "tesk-tes-config", types.MergePatchType, []byte(scaleBacklog(n)), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("unfinished bounds: %w", err)
+	}
+	logf("scale: TES_MAX_UNFINISHED_TASKS_PER_USER=%d, TES_MAX_UNFINISHED_BYTES_PER_USER=0; waiting for the TES API at zero pods", n)
+	return env.WaitZero(ctx, "tesk-tes", 5*time.Minute)
+}
+
 // scaleResult is what the scale run measured.
 type scaleResult struct {
 	tasks, share, submitFailed, notComplete int
@@ -191,15 +211,19 @@ type scaleResult struct {
 }
 
 // scaleRun creates n tasks of three executors (`true`) through the TES API
-// at once and waits until every one is final, while the sampler follows
-// the handler's pods; auditLog, if not empty, is the API server's audit
-// log of the handler's requests (cluster up -audit-users).
+// at once, its bounds of a user's unfinished tasks raised to them
+// (setBacklog), and waits until every one is final, while the sampler
+// follows the handler's pods; auditLog, if not empty, is the API server's
+// audit log of the handler's requests (cluster up -audit-users).
 func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *jobTimes, n, share int, auditLog string) (*scaleResult, error) {
 	r := &scaleResult{tasks: n, share: share}
 	if share > 0 {
 		if err := setShare(ctx, env, share); err != nil {
 			return nil, err
 		}
+	}
+	if err := setBacklog(ctx, env, n); err != nil {
+		return nil, err
 	}
 	var auditFrom int64
 	if auditLog != "" {
