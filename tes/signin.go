@@ -64,34 +64,25 @@ func DefaultSignInLimits() SignInLimits {
 // withDefaults fills the fields left zero.
 func (l SignInLimits) withDefaults() SignInLimits {
 	d := DefaultSignInLimits()
-	if l.CacheFor <= 0 {
-		l.CacheFor = d.CacheFor
-	}
-	if l.PerUser <= 0 {
-		l.PerUser = d.PerUser
-	}
-	if l.PerAddress <= 0 {
-		l.PerAddress = d.PerAddress
-	}
-	if l.Window <= 0 {
-		l.Window = d.Window
-	}
-	if l.MinLockout <= 0 {
-		l.MinLockout = d.MinLockout
-	}
+	orDefault(&l.CacheFor, d.CacheFor)
+	orDefault(&l.PerUser, d.PerUser)
+	orDefault(&l.PerAddress, d.PerAddress)
+	orDefault(&l.Window, d.Window)
+	orDefault(&l.MinLockout, d.MinLockout)
 	if l.MaxLockout < l.MinLockout {
 		l.MaxLockout = max(d.MaxLockout, l.MinLockout)
 	}
-	if l.MaxKeys <= 0 {
-		l.MaxKeys = d.MaxKeys
-	}
-	if l.Checks <= 0 {
-		l.Checks = d.Checks
-	}
-	if l.Queue <= 0 {
-		l.Queue = d.Queue
-	}
+	orDefault(&l.MaxKeys, d.MaxKeys)
+	orDefault(&l.Checks, d.Checks)
+	orDefault(&l.Queue, d.Queue)
 	return l
+}
+
+// orDefault sets *v to d where it is not above zero.
+func orDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // SignInsThrottled refuses a sign-in, before its password is checked,
