@@ -105,9 +105,10 @@ dev: up-bins build $(NODE_DEPS)
 	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up
 	$(GORUN) ./test/dev -dir $(CLUSTER_DIR)
 
-# The demo: the local cluster, the handler and the adapter, one example task
-# (examples/task.submitted.json) followed from submission to COMPLETE; the
-# cluster is stopped afterwards. KNATIVE=1: config/knative on real Knative
+# The demo: the local cluster, the handler, the TES API and the adapter, one
+# example task (examples/tes-task.json, through the TES API) followed from
+# submission to COMPLETE; the cluster is stopped afterwards. KNATIVE=1:
+# config/knative on real Knative
 # (test/knative/cmd/demo), the task followed hop by hop through the Broker
 # and the handler's pods from zero.
 DEMO_CMD = $(if $(KNATIVE),./test/knative/cmd/demo,./test/dev -demo)

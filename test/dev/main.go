@@ -54,7 +54,7 @@ func run() error {
 	tesPort := flag.Int("tes-port", 8081, "the TES API's port (0: no TES API)")
 	tesBin := flag.String("tes", "bin/tes", "the TES API binary")
 	sweepEvery := flag.Duration("sweep", time.Minute, "how often to send the sweep, as a PingSource would (0: never)")
-	demo := flag.Bool("demo", false, "submit examples/task.submitted.json and follow it until it ends")
+	demo := flag.Bool("demo", false, "submit examples/tes-task.json through the TES API and follow it until it ends")
 	demoTimeout := flag.Duration("demo-timeout", 10*time.Minute, "how long the demo's task may take to end before the demo fails")
 	flag.Parse()
 
