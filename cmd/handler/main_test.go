@@ -95,9 +95,26 @@ func TestSIGTERMFinishesRequestsInFlight(t *testing.T) {
 	if out, err := exec.Command(bin, "--version").Output(); err != nil || string(out) != built+"\n" {
 		t.Fatalf("handler --version: %q %v, want %s", out, err, built)
 	}
-	// A stand-in API server that answers slowly: the task is unknown.
+	// A stand-in API server that holds its answer (the task is unknown)
+	// until the test has sent SIGTERM: the handler's request is in flight
+	// then, whatever the machine's speed.
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(1500 * time.Millisecond)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
@@ -154,10 +171,34 @@ current-context: c
 		resp.Body.Close()
 		done <- answer{code: resp.StatusCode, body: string(b)}
 	}()
-	time.Sleep(300 * time.Millisecond) // the request waits on the API server
+	select {
+	case <-arrived: // the request waits on the API server
+	case a := <-done:
+		t.Fatalf("the request was answered before it reached the API server: %d %q %v", a.code, a.body, a.err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the request did not reach the API server\n%s", logs.String())
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// The handler has taken the signal (it no longer says it is ready,
+	// or no longer answers) while the request waits; then the API server
+	// answers.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the handler still says it is ready 10 s after SIGTERM\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
 	a := <-done
 	if a.err != nil || a.code != http.StatusOK || !strings.Contains(a.body, "unknown task") {
 		t.Errorf("the request in flight: %d %q %v, want it answered 200", a.code, a.body, a.err)
