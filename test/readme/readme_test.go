@@ -119,6 +119,14 @@ func TestREADMECurlExamples(t *testing.T) {
 		if strings.Contains(cmd, "/tasks/default/") && body["state"] != tesv1.StateComplete {
 			t.Errorf("the view says %v, want COMPLETE", body["state"])
 		}
+		if strings.Contains(cmd, "job.finished") || strings.Contains(cmd, "pod.stuck") {
+			// A late step of the ended task: the handler reads the task
+			// and does nothing.
+			actions, _ := body["actions"].([]any)
+			if body["task"] != "task-1234abcd" || body["state"] != tesv1.StateComplete || len(actions) != 0 {
+				t.Errorf("README example %d, a late step of the completed task: %s, want task-1234abcd COMPLETE with no action", i+1, out)
+			}
+		}
 		if strings.Contains(cmd, "task.cancelled") && !strings.Contains(string(out), "already ended") {
 			t.Errorf("cancelling the completed task: %s, want it to say the task already ended", out)
 		}
