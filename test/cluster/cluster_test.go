@@ -477,7 +477,14 @@ func TestRestartPolicyAlwaysKeepsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, ns, "server", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-	time.Sleep(time.Second)
+	// A pod of the same fate that may not restart ends: by then the server
+	// would have ended too, were it not restarted.
+	control := newPod("control", map[string]string{"fate.tesk.test/delay": "100ms"})
+	control.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if _, err := shared.Client.CoreV1().Pods(ns).Create(context.Background(), control, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "control", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 	p, err := shared.Client.CoreV1().Pods(ns).Get(context.Background(), "server", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -526,13 +533,18 @@ func TestFateForever(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, ns, "forever", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-	time.Sleep(2 * time.Second) // ten times the default delay
+	// A pod of the default fate, created after it, ends: the forever pod
+	// is past the delay that would have ended it.
+	if _, err := shared.Client.CoreV1().Pods(ns).Create(context.Background(), newPod("mortal", map[string]string{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "mortal", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 	p, err := shared.Client.CoreV1().Pods(ns).Get(context.Background(), "forever", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Status.Phase != corev1.PodRunning {
-		t.Fatalf("phase %s after 2 s, want still Running", p.Status.Phase)
+		t.Fatalf("phase %s once a pod of the default fate ended, want still Running", p.Status.Phase)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.State.Running == nil {
