@@ -148,7 +148,10 @@ func BenchmarkFiler(b *testing.B) {
 		must(b, os.WriteFile(tf, raw, 0o644))
 		cmd := exec.Command(bin, mode, "--file", tf)
 		cmd.Env = append(os.Environ(), "TESK_TASK_DIR="+taskDir, "AWS_CONFIG_FILE="+filerAWS,
-			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(awsDir, "credentials"), "AWS_EC2_METADATA_DISABLED=true", "DEBUG=")
+			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(awsDir, "credentials"), "AWS_EC2_METADATA_DISABLED=true", "DEBUG=",
+			// The servers are on loopback, which the filer refuses unless
+			// the operator allows it.
+			"FILER_ALLOWED_CIDRS=127.0.0.0/8")
 		return runMeasured(b, launcher, cmd, serverPID)
 	}
 	curlRun := func(args ...string) measure {
