@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -57,7 +58,7 @@ func teskAPIExecutor() batchv1.Job {
 
 func admitConfig() Config {
 	cfg := DefaultConfig()
-	cfg.ExecutorSecret = ExecutorSecret{Name: "tesk-creds", MountPath: "/secret"}
+	cfg.ExecutorSecret = jobspec.ExecutorSecret{Name: "tesk-creds", MountPath: "/secret"}
 	return cfg
 }
 
@@ -244,7 +245,7 @@ func TestAdmitAcceptsWhatTheConvertersWrite(t *testing.T) {
 		{"the fixtures' executor", func() batchv1.Job { return executorSpec(0, "alpine") }, DefaultConfig()},
 		{"a security context that takes rights away", func() batchv1.Job {
 			j := executorSpec(0, "alpine")
-			j.Spec.Template.Spec.Containers[0].SecurityContext = DefaultFilerSecurityContext()
+			j.Spec.Template.Spec.Containers[0].SecurityContext = jobspec.DefaultFilerSecurityContext()
 			j.Spec.Template.Spec.Containers[0].SecurityContext.RunAsUser = ptr(int64(0))
 			j.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = ptr(false)
 			j.Spec.Template.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}

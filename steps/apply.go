@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -34,6 +35,9 @@ const (
 	// fresh read, after a backoff.
 	conflicted
 )
+
+// Anchor is jobspec.Anchor, the object that owns a task's PVC and jobs.
+type Anchor = jobspec.Anchor
 
 // step is the application of one plan to one task.
 type step struct {
@@ -57,7 +61,7 @@ type step struct {
 // apply carries out a plan: the progress first, the actions in order, the
 // final state last (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
-	st := &step{r: r, anchor: anchor, a: AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
+	st := &step{r: r, anchor: anchor, a: jobspec.AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
 	rv := anchor.ResourceVersion
 	started, ended := stateChanges(anchor.ObjectMeta, plan)
 	if plan.Claim != nil {
@@ -222,7 +226,7 @@ func (st *step) createPVC(ctx context.Context, act Action) (stepOutcome, error) 
 		return next, err
 	}
 	err = st.r.call(ctx, func(ctx context.Context) error {
-		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Create(ctx, BuildPVC(st.a, spec, st.r.Config), metav1.CreateOptions{})
+		_, err := st.r.Client.CoreV1().PersistentVolumeClaims(st.a.Namespace).Create(ctx, jobspec.PVC(st.a, spec, st.r.Config.Config), metav1.CreateOptions{})
 		return err
 	})
 	if apierrors.IsAlreadyExists(err) {
@@ -241,11 +245,11 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		if i >= len(spec.Executors) {
 			return st.endPart(ctx, act.Part, fmt.Sprintf("The task's progress names executor %d, but the task has %d", i, len(spec.Executors)), false)
 		}
-		job = BuildExecutorJob(st.a, spec, i, st.r.Config)
+		job = jobspec.ExecutorJob(st.a, spec, i, st.r.Config.Config)
 	} else {
-		job = BuildFilerJob(st.a, act.Part, spec, st.r.Config)
+		job = jobspec.FilerJob(st.a, act.Part, spec, st.r.Config.Config)
 		if act.Partial {
-			SkipMissingOutputs(job)
+			jobspec.SkipMissingOutputs(job)
 		}
 	}
 	if !st.deadline.IsZero() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -115,26 +116,26 @@ func TestBuildJobsWithBackendParameters(t *testing.T) {
 	cfg := placed(t)
 	t.Run("every parameter", func(t *testing.T) {
 		task := taskWith(1, withCPU, allParams)
-		checkExecutorPod(t, BuildExecutorJob(testAnchor, task, 0, cfg).Spec.Template.Spec)
+		checkExecutorPod(t, jobspec.ExecutorJob(testAnchor, task, 0, cfg.Config).Spec.Template.Spec)
 		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
-			checkFilerPod(t, BuildFilerJob(testAnchor, part, task, cfg).Spec.Template.Spec)
+			checkFilerPod(t, jobspec.FilerJob(testAnchor, part, task, cfg.Config).Spec.Template.Spec)
 		}
 	})
 	t.Run("none", func(t *testing.T) {
 		task := taskWith(1)
-		with := BuildExecutorJob(testAnchor, task, 0, cfg)
-		without := BuildExecutorJob(testAnchor, task, 0, DefaultConfig())
+		with := jobspec.ExecutorJob(testAnchor, task, 0, cfg.Config)
+		without := jobspec.ExecutorJob(testAnchor, task, 0, DefaultConfig().Config)
 		without.Spec.Template.Spec.ServiceAccountName = "tesk-executor"
 		if !reflect.DeepEqual(with, without) {
 			t.Errorf("a task without parameters is placed:\n%+v\n%+v", with.Spec.Template.Spec, without.Spec.Template.Spec)
 		}
-		if f := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, task, cfg); f.Spec.Template.Spec.Affinity != nil {
+		if f := jobspec.FilerJob(testAnchor, taskmeta.PartInputsFiler, task, cfg.Config); f.Spec.Template.Spec.Affinity != nil {
 			t.Errorf("filer affinity %+v", f.Spec.Template.Spec.Affinity)
 		}
 	})
 	t.Run("a GPU type of its own", func(t *testing.T) {
 		task := taskWith(1, withParams("gpu_count", "1", "gpu_type", "amd.com/gpu"))
-		ps := BuildExecutorJob(testAnchor, task, 0, cfg).Spec.Template.Spec
+		ps := jobspec.ExecutorJob(testAnchor, task, 0, cfg.Config).Spec.Template.Spec
 		res := ps.Containers[0].Resources
 		if l := res.Limits["amd.com/gpu"]; l.Value() != 1 || len(res.Limits) != 1 || len(res.Requests) != 1 {
 			t.Errorf("resources %v, want 1 amd.com/gpu alone", res)

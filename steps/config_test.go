@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/elixir-cloud-aai/tesk-knative/filer"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -193,7 +194,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_HTTP_TIMEOUT": "0"},
 			issues: []string{"error FILER_HTTP_TIMEOUT"},
 			check: func(t *testing.T, c Config) {
-				if c.FilerHTTPTimeout != DefaultFilerTimeout {
+				if c.FilerHTTPTimeout != jobspec.DefaultFilerTimeout {
 					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
 				}
 			},
@@ -203,7 +204,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_HTTP_TIMEOUT": "1e10"},
 			issues: []string{"error FILER_HTTP_TIMEOUT"},
 			check: func(t *testing.T, c Config) {
-				if c.FilerHTTPTimeout != DefaultFilerTimeout {
+				if c.FilerHTTPTimeout != jobspec.DefaultFilerTimeout {
 					t.Errorf("FilerHTTPTimeout %q", c.FilerHTTPTimeout)
 				}
 			},
@@ -350,7 +351,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"runAsUser": 1000, "runAsUsr": 5}`},
 			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
 			check: func(t *testing.T, c Config) {
-				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, jobspec.DefaultFilerPodSecurityContext()) {
 					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
 				}
 			},
@@ -360,7 +361,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"runAsUser": "root"}`},
 			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
 			check: func(t *testing.T, c Config) {
-				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, jobspec.DefaultFilerPodSecurityContext()) {
 					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
 				}
 			},
@@ -370,7 +371,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `{"RunAsUser": 1000}`},
 			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
 			check: func(t *testing.T, c Config) {
-				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, jobspec.DefaultFilerPodSecurityContext()) {
 					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
 				}
 			},
@@ -380,7 +381,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_POD_SECURITY_CONTEXT": `[{"runAsUser": 1000}]`},
 			issues: []string{"error FILER_POD_SECURITY_CONTEXT"},
 			check: func(t *testing.T, c Config) {
-				if !reflect.DeepEqual(c.FilerPodSecurityContext, DefaultFilerPodSecurityContext()) {
+				if !reflect.DeepEqual(c.FilerPodSecurityContext, jobspec.DefaultFilerPodSecurityContext()) {
 					t.Errorf("pod security context %+v, want the default", c.FilerPodSecurityContext)
 				}
 			},
@@ -409,7 +410,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_SECURITY_CONTEXT": `{"capabilities": {"remove": ["ALL"]}}`},
 			issues: []string{"error FILER_SECURITY_CONTEXT"},
 			check: func(t *testing.T, c Config) {
-				if !reflect.DeepEqual(c.FilerSecurityContext, DefaultFilerSecurityContext()) {
+				if !reflect.DeepEqual(c.FilerSecurityContext, jobspec.DefaultFilerSecurityContext()) {
 					t.Errorf("security context %+v, want the default", c.FilerSecurityContext)
 				}
 			},
@@ -419,7 +420,7 @@ func TestLoadEnv(t *testing.T) {
 			env:    map[string]string{"FILER_SECURITY_CONTEXT": `privileged: false`},
 			issues: []string{"error FILER_SECURITY_CONTEXT"},
 			check: func(t *testing.T, c Config) {
-				if !reflect.DeepEqual(c.FilerSecurityContext, DefaultFilerSecurityContext()) {
+				if !reflect.DeepEqual(c.FilerSecurityContext, jobspec.DefaultFilerSecurityContext()) {
 					t.Errorf("security context %+v, want the default", c.FilerSecurityContext)
 				}
 			},
@@ -544,8 +545,8 @@ func TestLoadEnv(t *testing.T) {
 			name: "DEFAULT_DISK_GB sizes the PVC of a task without disk_gb, fractions allowed",
 			env:  map[string]string{"DEFAULT_DISK_GB": " 2.5 "},
 			check: func(t *testing.T, c Config) {
-				if c.DefaultDiskGB != 2.5 || c.diskGB() != 2.5 {
-					t.Errorf("DefaultDiskGB %v, diskGB %v", c.DefaultDiskGB, c.diskGB())
+				if c.DefaultDiskGB != 2.5 || c.DiskGB() != 2.5 {
+					t.Errorf("DefaultDiskGB %v, diskGB %v", c.DefaultDiskGB, c.DiskGB())
 				}
 			},
 		},
@@ -553,8 +554,8 @@ func TestLoadEnv(t *testing.T) {
 			name: "DEFAULT_DISK_GB not a size from 1 MiB to 1 PiB: error, 1 GiB",
 			env:  map[string]string{"DEFAULT_DISK_GB": "0"},
 			check: func(t *testing.T, c Config) {
-				if c.DefaultDiskGB != 0 || c.diskGB() != DefaultDiskGB {
-					t.Errorf("DefaultDiskGB %v, diskGB %v", c.DefaultDiskGB, c.diskGB())
+				if c.DefaultDiskGB != 0 || c.DiskGB() != jobspec.DefaultDiskGB {
+					t.Errorf("DefaultDiskGB %v, diskGB %v", c.DefaultDiskGB, c.DiskGB())
 				}
 			},
 			issues: []string{"error DEFAULT_DISK_GB"},
@@ -567,7 +568,7 @@ func TestLoadEnv(t *testing.T) {
 				if c.HostBasePath != "/mnt/data" || c.ContainerBasePath != "/mnt/data" || c.TransferPVCName != "transfer-pvc" {
 					t.Errorf("host %q container %q pvc %q", c.HostBasePath, c.ContainerBasePath, c.TransferPVCName)
 				}
-				ps := BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, nil, c).Spec.Template.Spec
+				ps := jobspec.FilerJob(testAnchor, taskmeta.PartInputsFiler, nil, c.Config).Spec.Template.Spec
 				if !hasMount(ps.Containers[0], "transfer", "/mnt/data", false) {
 					t.Errorf("mounts %+v", ps.Containers[0].VolumeMounts)
 				}
@@ -617,7 +618,7 @@ func TestLoadEnv(t *testing.T) {
 				"EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true}`, "TRUST_EVENTS": "true", "FILER_USER_SECRET_PREFIX": "tesk-user-",
 			},
 			check: func(t *testing.T, c Config) {
-				if c.ExecutorServiceAccount != "tesk-executor" || c.ExecutorSecret != (ExecutorSecret{"creds", "/secret"}) ||
+				if c.ExecutorServiceAccount != "tesk-executor" || c.ExecutorSecret != (jobspec.ExecutorSecret{Name: "creds", MountPath: "/secret"}) ||
 					c.ExecutorSecurityContext == nil || !*c.ExecutorSecurityContext.RunAsNonRoot || c.ExecutorSecurityContext.Capabilities != nil ||
 					!c.TrustEvents || c.UserSecretPrefix != "tesk-user-" {
 					t.Errorf("%+v", c)
@@ -632,7 +633,7 @@ func TestLoadEnv(t *testing.T) {
 			},
 			issues: []string{"error EXECUTOR_SECURITY_CONTEXT", "error EXECUTOR_SERVICE_ACCOUNT", "error EXECUTOR_SECRET_MOUNT_PATH", "error TRUST_EVENTS", "error FILER_USER_SECRET_PREFIX"},
 			check: func(t *testing.T, c Config) {
-				if c.ExecutorServiceAccount != "" || c.ExecutorSecret.Name != "" || !reflect.DeepEqual(c.ExecutorSecurityContext, DefaultExecutorSecurityContext()) || c.TrustEvents || c.UserSecretPrefix != "" {
+				if c.ExecutorServiceAccount != "" || c.ExecutorSecret.Name != "" || !reflect.DeepEqual(c.ExecutorSecurityContext, jobspec.DefaultExecutorSecurityContext()) || c.TrustEvents || c.UserSecretPrefix != "" {
 					t.Errorf("%+v", c)
 				}
 			},
@@ -641,7 +642,7 @@ func TestLoadEnv(t *testing.T) {
 			name: "an executor secret without a mount path: at /secret, as the TESK API mounts it",
 			env:  map[string]string{"EXECUTOR_SECRET_NAME": "creds"},
 			check: func(t *testing.T, c Config) {
-				if c.ExecutorSecret != (ExecutorSecret{Name: "creds", MountPath: "/secret"}) {
+				if c.ExecutorSecret != (jobspec.ExecutorSecret{Name: "creds", MountPath: "/secret"}) {
 					t.Errorf("%+v", c.ExecutorSecret)
 				}
 			},
@@ -778,14 +779,6 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
-func TestFilerImage(t *testing.T) {
-	c := DefaultConfig()
-	c.FilerName, c.FilerVersion = "registry.example.org/filer", "0.11.0"
-	if got := c.FilerImage(); got != "registry.example.org/filer:0.11.0" {
-		t.Errorf("FilerImage = %q", got)
-	}
-}
-
 func wantInt32(t *testing.T, name string, p *int32, want int32) {
 	t.Helper()
 	if p == nil || *p != want {
@@ -834,4 +827,70 @@ func wantInt(t *testing.T, name string, got, want int) {
 	if got != want {
 		t.Errorf("%s = %d, want %d", name, got, want)
 	}
+}
+
+// TestSettingsShapeTheJobs: the settings LoadEnv reads reach the jobs
+// (behaviour §3, §3.13).
+func TestSettingsShapeTheJobs(t *testing.T) {
+	noToken := func(t *testing.T, ps corev1.PodSpec, sa string) {
+		t.Helper()
+		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+			t.Errorf("automountServiceAccountToken %v, want false", ps.AutomountServiceAccountToken)
+		}
+		if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
+			t.Errorf("enableServiceLinks %v, want false", ps.EnableServiceLinks)
+		}
+		if ps.ServiceAccountName != sa {
+			t.Errorf("serviceAccountName %q, want %q", ps.ServiceAccountName, sa)
+		}
+	}
+	t.Run("EXECUTOR_SERVICE_ACCOUNT and EXECUTOR_SECURITY_CONTEXT", func(t *testing.T) {
+		cfg, issues := LoadEnv(DefaultConfig(), func(k string) string {
+			return map[string]string{"EXECUTOR_SERVICE_ACCOUNT": "tesk-executor", "EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true, "runAsUser": 1000}`}[k]
+		})
+		if len(issues) != 0 {
+			t.Fatal(issues)
+		}
+		ex := jobspec.ExecutorJob(testAnchor, taskWith(1), 0, cfg.Config).Spec.Template.Spec
+		noToken(t, ex, "tesk-executor")
+		want := &corev1.SecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000))}
+		if !reflect.DeepEqual(ex.Containers[0].SecurityContext, want) {
+			t.Errorf("security context %+v, want EXECUTOR_SECURITY_CONTEXT's", ex.Containers[0].SecurityContext)
+		}
+		noToken(t, jobspec.FilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg.Config).Spec.Template.Spec, "tesk-executor")
+	})
+	t.Run("EXECUTOR_SECURITY_CONTEXT {}: none", func(t *testing.T) {
+		cfg, _ := LoadEnv(DefaultConfig(), func(k string) string { return map[string]string{"EXECUTOR_SECURITY_CONTEXT": "{}"}[k] })
+		if sc := jobspec.ExecutorJob(testAnchor, taskWith(1), 0, cfg.Config).Spec.Template.Spec.Containers[0].SecurityContext; sc != nil {
+			t.Errorf("security context %+v, want none", sc)
+		}
+	})
+	t.Run("behaviour §3: FILER_*SECURITY_CONTEXT {} leaves the security contexts out; FILER_RESOURCES sets the resources", func(t *testing.T) {
+		cfg, issues := LoadEnv(DefaultConfig(), func(k string) string {
+			return map[string]string{
+				"FILER_POD_SECURITY_CONTEXT": "{}", "FILER_SECURITY_CONTEXT": "{}",
+				"FILER_RESOURCES": `{"limits": {"memory": "1Gi"}}`,
+			}[k]
+		})
+		if len(issues) != 0 {
+			t.Fatalf("issues %v", issues)
+		}
+		ps := jobspec.FilerJob(testAnchor, taskmeta.PartInputsFiler, nil, cfg.Config).Spec.Template.Spec
+		if ps.SecurityContext != nil || ps.Containers[0].SecurityContext != nil {
+			t.Errorf("security contexts %+v %+v, want none", ps.SecurityContext, ps.Containers[0].SecurityContext)
+		}
+		want := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: quantity("1Gi")}}
+		if !reflect.DeepEqual(ps.Containers[0].Resources, want) {
+			t.Errorf("resources %+v, want %+v", ps.Containers[0].Resources, want)
+		}
+	})
+}
+
+func hasMount(c corev1.Container, name, at string, readOnly bool) bool {
+	for _, m := range c.VolumeMounts {
+		if m.Name == name && m.MountPath == at && m.ReadOnly == readOnly {
+			return true
+		}
+	}
+	return false
 }

@@ -17,7 +17,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
-	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 )
 
 // Reading the settings: the Config a service runs with (FromEnv), the
@@ -107,7 +107,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	if v := get("FILER_HTTP_TIMEOUT"); v != "" {
 		// The filer takes up to maxFilerTimeout seconds and fails on more.
 		if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 || n > maxFilerTimeout || math.IsNaN(n) {
-			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds up to %g; using %s", v, float64(maxFilerTimeout), DefaultFilerTimeout)
+			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds up to %g; using %s", v, float64(maxFilerTimeout), jobspec.DefaultFilerTimeout)
 		} else {
 			cfg.FilerHTTPTimeout = v
 		}
@@ -154,7 +154,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		// At least 1 MiB, at most 1 PiB: a PVC of a fraction of a byte, or
 		// an overflowing quantity, is refused by the API server per task.
 		if n, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(n) || n < minDiskGB || n > maxDiskGB {
-			bad("error", "DEFAULT_DISK_GB", "%q is not a number of GiB from %g to %g; tasks without disk_gb get %g", v, minDiskGB, float64(maxDiskGB), cfg.diskGB())
+			bad("error", "DEFAULT_DISK_GB", "%q is not a number of GiB from %g to %g; tasks without disk_gb get %g", v, minDiskGB, float64(maxDiskGB), cfg.DiskGB())
 		} else {
 			cfg.DefaultDiskGB = n
 		}
@@ -246,7 +246,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	}
 	if name, mount := get("EXECUTOR_SECRET_NAME"), get("EXECUTOR_SECRET_MOUNT_PATH"); name != "" {
 		if mount == "" {
-			mount = DefaultExecutorSecretMountPath
+			mount = jobspec.DefaultExecutorSecretMountPath
 		}
 		switch {
 		case len(validation.IsDNS1123Subdomain(name)) > 0:
@@ -254,7 +254,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 		case !cleanAbs(mount) || mount == "/":
 			bad("error", "EXECUTOR_SECRET_MOUNT_PATH", "%q is not a clean absolute path below /; no executor secret is mounted", mount)
 		default:
-			cfg.ExecutorSecret = ExecutorSecret{Name: name, MountPath: mount}
+			cfg.ExecutorSecret = jobspec.ExecutorSecret{Name: name, MountPath: mount}
 		}
 	}
 	if v := get("EXECUTOR_POD_ANNOTATIONS"); v != "" {
@@ -285,7 +285,7 @@ func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
 	cfg.EventsAudience = get("EVENTS_AUDIENCE")
 	if v := get("FILER_USER_SECRET_PREFIX"); v != "" {
 		// The prefix and a hash of 20 characters make a secret name.
-		if errs := validation.IsDNS1123Subdomain(v + strings.Repeat("0", userHashLen)); len(errs) > 0 || strings.HasSuffix(v, ".") {
+		if errs := validation.IsDNS1123Subdomain(v + strings.Repeat("0", jobspec.UserHashLen)); len(errs) > 0 || strings.HasSuffix(v, ".") {
 			bad("error", "FILER_USER_SECRET_PREFIX", "%q does not begin a secret name; every filer gets the shared credentials", v)
 		} else {
 			cfg.UserSecretPrefix = v
@@ -321,7 +321,7 @@ func fileTransfer(cfg *Config) []ConfigIssue {
 		off("HOST_BASE_PATH", "%q is not a clean absolute path", cfg.HostBasePath)
 	case !cleanAbs(cfg.ContainerBasePath) || cfg.ContainerBasePath == "/":
 		off("CONTAINER_BASE_PATH", "%q is not a clean absolute path below /", cfg.ContainerBasePath)
-	case reservedMount(cfg.ContainerBasePath):
+	case jobspec.ReservedMount(cfg.ContainerBasePath):
 		off("CONTAINER_BASE_PATH", "%q is where the filer mounts the task's own volumes", cfg.ContainerBasePath)
 	case cfg.TransferPVCName != "" && len(validation.IsDNS1123Subdomain(cfg.TransferPVCName)) > 0:
 		off("TRANSFER_PVC_NAME", "%q is not a valid PVC name", cfg.TransferPVCName)
@@ -330,17 +330,6 @@ func fileTransfer(cfg *Config) []ConfigIssue {
 }
 
 func cleanAbs(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
-
-// reservedMount reports whether a path is, holds or is below one of the
-// filer's own mounts.
-func reservedMount(p string) bool {
-	for _, m := range []string{taskspec.FilerTaskDir, jsonMountPath, awsMountPath, netrcMountPath} {
-		if p == m || strings.HasPrefix(m, p+"/") || strings.HasPrefix(p, m+"/") {
-			return true
-		}
-	}
-	return false
-}
 
 // ParsePodTimeout reads --pod-timeout / POD_TIMEOUT: seconds, more than 0.
 func ParsePodTimeout(v string) (time.Duration, error) {

@@ -289,7 +289,7 @@ func anchorObject(spec *taskspec.Task, m metav1.ObjectMeta) *corev1.ConfigMap {
 
 // owned is a job owned by the test task's anchor.
 func owned(j *batchv1.Job) *batchv1.Job {
-	j.OwnerReferences = Anchor{Name: testTask, Namespace: testNS, UID: testUID}.ownerRefs()
+	j.OwnerReferences = Anchor{Name: testTask, Namespace: testNS, UID: testUID}.OwnerRefs()
 	return j
 }
 

@@ -22,6 +22,8 @@ const (
 	testUID  = types.UID("0b5c2f7e-anchor")
 )
 
+var testAnchor = Anchor{Name: testTask, Namespace: testNS, UID: testUID}
+
 // t0 is the tests' "now".
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 

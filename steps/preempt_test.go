@@ -109,30 +109,6 @@ func TestPreemption(t *testing.T) {
 	}
 }
 
-// Executor jobs run a pod the cluster took away again without spending
-// their retries (a pod failure policy); a job whose pods restart in place
-// cannot have one, and a job's own policy is kept.
-func TestExecutorJobsIgnoreDisruptions(t *testing.T) {
-	a := Anchor{Name: testTask, Namespace: testNS, UID: "u"}
-	j := BuildExecutorJob(a, taskWith(1), 0, DefaultConfig())
-	pfp := j.Spec.PodFailurePolicy
-	if pfp == nil || len(pfp.Rules) != 1 || pfp.Rules[0].Action != batchv1.PodFailurePolicyActionIgnore ||
-		len(pfp.Rules[0].OnPodConditions) != 1 || pfp.Rules[0].OnPodConditions[0].Type != corev1.DisruptionTarget {
-		t.Fatalf("podFailurePolicy %+v, want Ignore on DisruptionTarget", pfp)
-	}
-	onFailure := taskWith(1)
-	onFailure.Executors[0].Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-	if j := BuildExecutorJob(a, onFailure, 0, DefaultConfig()); j.Spec.PodFailurePolicy != nil {
-		t.Errorf("restartPolicy OnFailure with a pod failure policy %+v: the API server refuses it", j.Spec.PodFailurePolicy)
-	}
-	own := taskWith(1)
-	own.Executors[0].Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}}}}
-	if j := BuildExecutorJob(a, own, 0, DefaultConfig()); j.Spec.PodFailurePolicy.Rules[0].Action != batchv1.PodFailurePolicyActionFailJob {
-		t.Errorf("the job's own policy was replaced: %+v", j.Spec.PodFailurePolicy)
-	}
-}
-
 // The count is written on the job on the condition that the job is as the
 // step read it: a step that finds the job changed decides again and counts
 // each pod once; a pod counted before is not written again.

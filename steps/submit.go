@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -43,4 +44,23 @@ func submission(plan Plan, obs Observed, cfg Config, now time.Time) (Plan, bool)
 	prog := taskmeta.Progress{Parts: Parts(obs.Spec), Began: &began}
 	plan.Progress = &prog
 	return plan, true
+}
+
+// Parts is a task's sequence: the PVC if it needs one, the inputs filer if it
+// has inputs, the executors, the outputs filer if it has outputs.
+func Parts(t *taskspec.Task) []string {
+	var parts []string
+	if t.NeedsVolume() {
+		parts = append(parts, taskmeta.PartPVC)
+	}
+	if len(t.Inputs) > 0 {
+		parts = append(parts, taskmeta.PartInputsFiler)
+	}
+	for i := range t.Executors {
+		parts = append(parts, taskmeta.ExecutorPart(i))
+	}
+	if len(t.Outputs) > 0 {
+		parts = append(parts, taskmeta.PartOutputsFiler)
+	}
+	return parts
 }

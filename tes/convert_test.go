@@ -11,6 +11,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -181,7 +182,7 @@ func TestConvert(t *testing.T) {
 				t.Errorf("pod spec %+v", ps)
 			}
 			cfg := steps.DefaultConfig()
-			cfg.ExecutorSecret = steps.ExecutorSecret{Name: "creds", MountPath: "/secret"}
+			cfg.ExecutorSecret = jobspec.ExecutorSecret{Name: "creds", MountPath: "/secret"}
 			if err := steps.Admit(s, "tesk", cfg); err != nil {
 				t.Errorf("the handler refuses the conversion: %v", err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -131,7 +132,7 @@ func (s *Server) create(c echo.Context) error {
 		noteIgnored(cm, ignored)
 		// What the task will keep in etcd, which the user's bound of
 		// bytes counts: its anchor, its Jobs, Pods, PVC and Events.
-		size := recordFootprint(cm, spec, steps.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
+		size := recordFootprint(cm, spec, jobspec.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
 		if attempt == 0 {
 			// The user's bounds, counted with the creates this process
 			// is writing; its place is held until the write ends.

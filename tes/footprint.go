@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -59,7 +60,7 @@ const sizeUID = "00000000-0000-0000-0000-000000000000"
 // stderr on its Job (TES_LOG_TAIL_BYTES, at most 200,000 bytes).
 //
 // Footprint is anchorBytes plus what does not depend on it.
-func Footprint(anchorBytes int64, t *taskspec.Task, a steps.Anchor, cfg steps.Config) int64 {
+func Footprint(anchorBytes int64, t *taskspec.Task, a jobspec.Anchor, cfg steps.Config) int64 {
 	n := anchorBytes + footprintPerTask
 	if len(t.Executors) == 0 {
 		return n
@@ -70,7 +71,7 @@ func Footprint(anchorBytes int64, t *taskspec.Task, a steps.Anchor, cfg steps.Co
 	// The handler adds the same to every executor's Job (its owner, its
 	// volumes and mounts, its security context, its placement): built
 	// once, for the first, not for each of up to TES_MAX_EXECUTORS.
-	added := int64(steps.BuildExecutorJob(a, t, 0, cfg).Size() - t.Executors[0].Size())
+	added := int64(jobspec.ExecutorJob(a, t, 0, cfg.Config).Size() - t.Executors[0].Size())
 	for i := range t.Executors {
 		n += 2*(int64(t.Executors[i].Size())+added) + footprintPerExecutor
 	}
@@ -80,7 +81,7 @@ func Footprint(anchorBytes int64, t *taskspec.Task, a steps.Anchor, cfg steps.Co
 // recordFootprint writes into an anchor about to be created the task's
 // footprint (taskmeta.AnnotationSize: Footprint, of the anchor with the
 // annotation included) and returns it.
-func recordFootprint(cm *corev1.ConfigMap, t *taskspec.Task, a steps.Anchor, cfg steps.Config) int64 {
+func recordFootprint(cm *corev1.ConfigMap, t *taskspec.Task, a jobspec.Anchor, cfg steps.Config) int64 {
 	rest := Footprint(0, t, a, cfg)
 	v := ""
 	for {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -81,7 +82,7 @@ func (s *Server) build(ctx context.Context, cm *corev1.ConfigMap, jobs []batchv1
 func (s *Server) requested(r *tesv1.Resources) steps.Requested {
 	req := steps.Requested{DiskGB: s.Config.Steps.DefaultDiskGB}
 	if req.DiskGB == 0 {
-		req.DiskGB = steps.DefaultDiskGB
+		req.DiskGB = jobspec.DefaultDiskGB
 	}
 	if r != nil {
 		req.CPUCores, req.RAMGB = float64(r.CPUCores), r.RAMGB

@@ -20,6 +20,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
@@ -78,10 +79,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	podTimeout := def("POD_TIMEOUT", "240")
 	fs.StringVar(&o.podTimeout, "pod-timeout", podTimeout, "seconds after which a pending pod that can't start fails its job (env POD_TIMEOUT)")
 	fs.StringVar(&o.podTimeout, "pt", podTimeout, "shorthand for --pod-timeout")
-	filerName := def("FILER_NAME", steps.DefaultFilerName)
+	filerName := def("FILER_NAME", jobspec.DefaultFilerName)
 	fs.StringVar(&o.filerName, "filer-name", filerName, "image of the filer, without its tag (env FILER_NAME)")
 	fs.StringVar(&o.filerName, "fn", filerName, "shorthand for --filer-name")
-	filerVersion := def("FILER_VERSION", steps.DefaultFilerVersion)
+	filerVersion := def("FILER_VERSION", jobspec.DefaultFilerVersion)
 	fs.StringVar(&o.filerVersion, "filer-version", filerVersion, "tag of the filer image (env FILER_VERSION)")
 	fs.StringVar(&o.filerVersion, "fv", filerVersion, "shorthand for --filer-version")
 	fs.BoolVar(&o.pullPolicyAlways, "pull-policy-always", pull, "pull the filer image on every start (env PULL_POLICY_ALWAYS)")

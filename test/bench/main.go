@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -692,8 +693,8 @@ func createWaitingTasks(ctx context.Context, c *cluster.Cluster, ns string, from
 		if err != nil {
 			return err
 		}
-		job := steps.BuildExecutorJob(steps.Anchor{Name: task, Namespace: ns, UID: cm.UID},
-			&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, steps.DefaultConfig())
+		job := jobspec.ExecutorJob(jobspec.Anchor{Name: task, Namespace: ns, UID: cm.UID},
+			&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, jobspec.DefaultConfig())
 		yes := true
 		job.Spec.Suspend = &yes
 		_, err = c.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})

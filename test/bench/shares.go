@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -189,8 +190,8 @@ func createOwner(ctx context.Context, c *cluster.Cluster, ns string, i int, gz [
 			return err
 		}
 		if n == 0 {
-			job := steps.BuildExecutorJob(steps.Anchor{Name: task, Namespace: ns, UID: cm.UID},
-				&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, steps.DefaultConfig())
+			job := jobspec.ExecutorJob(jobspec.Anchor{Name: task, Namespace: ns, UID: cm.UID},
+				&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, jobspec.DefaultConfig())
 			yes := true
 			job.Spec.Suspend = &yes
 			if _, err := c.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -97,13 +98,13 @@ func runTESTasks(ctx context.Context, c *cluster.Cluster, ns string, ids []strin
 
 // besideAnchor creates a Job and a Pod of one executor beside an anchor of
 // the list benchmark, as the handler would create them for the task
-// (steps.BuildExecutorJob), that no controller works on: the Job
+// (jobspec.ExecutorJob), that no controller works on: the Job
 // suspended, the Pod for a scheduler that does not run. The namespace then
 // holds what a namespace of tasks holds besides its anchors, for the
 // views' LISTs of jobs and pods to select from.
 func besideAnchor(ctx context.Context, c *cluster.Cluster, cm *corev1.ConfigMap) error {
-	job := steps.BuildExecutorJob(steps.Anchor{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
-		&taskspec.Task{Executors: []batchv1.Job{executorJob(cm.Name, 0)}}, 0, steps.DefaultConfig())
+	job := jobspec.ExecutorJob(jobspec.Anchor{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
+		&taskspec.Task{Executors: []batchv1.Job{executorJob(cm.Name, 0)}}, 0, jobspec.DefaultConfig())
 	yes := true
 	job.Spec.Suspend = &yes
 	job, err := c.Client.BatchV1().Jobs(cm.Namespace).Create(ctx, job, metav1.CreateOptions{})

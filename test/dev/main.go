@@ -30,7 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
@@ -91,7 +91,7 @@ func run() error {
 			return err
 		}
 		defer store.Stop()
-		fmt.Fprintf(os.Stderr, "dev: real node %s (pods on %s); S3 for the filer at %s (bucket %s, secret %s)\n", n.Name, n.Subnet, store.Endpoint, demoBucket, steps.AWSSecretName)
+		fmt.Fprintf(os.Stderr, "dev: real node %s (pods on %s); S3 for the filer at %s (bucket %s, secret %s)\n", n.Name, n.Subnet, store.Endpoint, demoBucket, jobspec.AWSSecretName)
 	}
 	s, err := devstack.Start(ctx, c, opts)
 	if err != nil {
@@ -188,7 +188,7 @@ func realNodeStore(ctx context.Context, c *cluster.Cluster, n *cluster.RealNode,
 	}
 	config, credentials := store.AWSConfig()
 	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: jobspec.AWSSecretName, Namespace: ns},
 		StringData: map[string]string{"config": config, "credentials": credentials},
 	}
 	secrets := c.Client.CoreV1().Secrets(ns)
@@ -198,7 +198,7 @@ func realNodeStore(ctx context.Context, c *cluster.Cluster, n *cluster.RealNode,
 	}
 	if err != nil {
 		store.Stop()
-		return nil, fmt.Errorf("secret %s: %w", steps.AWSSecretName, err)
+		return nil, fmt.Errorf("secret %s: %w", jobspec.AWSSecretName, err)
 	}
 	return store, nil
 }

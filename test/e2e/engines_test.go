@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
@@ -371,7 +372,7 @@ func TestRealNodeWorkflowEngines(t *testing.T) {
 func confinedToEngineUID(c *steps.Config) {
 	yes := true
 	uid := int64(engineUID)
-	c.ExecutorSecurityContext = steps.DefaultExecutorSecurityContext()
+	c.ExecutorSecurityContext = jobspec.DefaultExecutorSecurityContext()
 	c.ExecutorSecurityContext.RunAsNonRoot, c.ExecutorSecurityContext.RunAsUser, c.ExecutorSecurityContext.RunAsGroup = &yes, &uid, &uid
 }
 

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
@@ -128,7 +129,7 @@ func (e *env) awsSecret(srv *s3server.Server) {
 	e.t.Helper()
 	config, credentials := srv.AWSConfig()
 	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: steps.AWSSecretName, Namespace: e.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: jobspec.AWSSecretName, Namespace: e.ns},
 		StringData: map[string]string{"config": config, "credentials": credentials},
 	}
 	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
@@ -589,7 +590,7 @@ func TestRealNodeHardenedExecutor(t *testing.T) {
 	})
 	t.Run("EXECUTOR_SECURITY_CONTEXT runAsNonRoot refuses root images", func(t *testing.T) {
 		nonRoot := newRealEnv(t, 5*time.Second, func(c *steps.Config) {
-			c.ExecutorSecurityContext = steps.DefaultExecutorSecurityContext()
+			c.ExecutorSecurityContext = jobspec.DefaultExecutorSecurityContext()
 			yes := true
 			c.ExecutorSecurityContext.RunAsNonRoot = &yes
 		})

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
@@ -59,12 +60,12 @@ func TestRealNodeCredentialsPerUser(t *testing.T) {
 	e.awsSecret(srv) // the shared credentials: never used for a user's task
 	config, credentials := srv.AWSConfig()
 	alice := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: steps.UserSecretName(prefix, "alice"), Namespace: e.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: jobspec.UserSecretName(prefix, "alice"), Namespace: e.ns},
 		StringData: map[string]string{"config": config, "credentials": credentials},
 	}
 	// Bob's secret names the server but holds no keys.
 	bob := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: steps.UserSecretName(prefix, "bob"), Namespace: e.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: jobspec.UserSecretName(prefix, "bob"), Namespace: e.ns},
 		StringData: map[string]string{"config": config},
 	}
 	for _, s := range []*corev1.Secret{alice, bob} {

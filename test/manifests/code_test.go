@@ -24,6 +24,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
@@ -431,8 +432,8 @@ func TestConfigMapHoldsEveryVariableWithItsDefault(t *testing.T) {
 	if d, err := steps.ParsePodTimeout(data["POD_TIMEOUT"]); err != nil || d != steps.DefaultPodTimeout {
 		t.Errorf("POD_TIMEOUT %q: %v, %v; want the default %v", data["POD_TIMEOUT"], d, err, steps.DefaultPodTimeout)
 	}
-	if data["FILER_NAME"] != steps.DefaultFilerName || data["FILER_VERSION"] != steps.DefaultFilerVersion {
-		t.Errorf("the filer image is %s:%s, want the default %s:%s", data["FILER_NAME"], data["FILER_VERSION"], steps.DefaultFilerName, steps.DefaultFilerVersion)
+	if data["FILER_NAME"] != jobspec.DefaultFilerName || data["FILER_VERSION"] != jobspec.DefaultFilerVersion {
+		t.Errorf("the filer image is %s:%s, want the default %s:%s", data["FILER_NAME"], data["FILER_VERSION"], jobspec.DefaultFilerName, jobspec.DefaultFilerVersion)
 	}
 	for _, name := range []string{"PULL_POLICY_ALWAYS", "DEBUG"} {
 		if b, err := strconv.ParseBool(data[name]); err != nil || b {

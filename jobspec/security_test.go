@@ -1,10 +1,11 @@
-package steps
+package jobspec
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -13,7 +14,65 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
-func i64(v int64) *int64 { return &v }
+// TestTaskPodsAreHardened: executors and filers run without a
+// ServiceAccount token and without the Services' environment; executors as
+// EXECUTOR_SERVICE_ACCOUNT with the executors' security context, which a
+// task may only tighten (behaviour §3.13).
+func TestTaskPodsAreHardened(t *testing.T) {
+	noToken := func(t *testing.T, ps corev1.PodSpec, sa string) {
+		t.Helper()
+		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+			t.Errorf("automountServiceAccountToken %v, want false", ps.AutomountServiceAccountToken)
+		}
+		if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
+			t.Errorf("enableServiceLinks %v, want false", ps.EnableServiceLinks)
+		}
+		if ps.ServiceAccountName != sa {
+			t.Errorf("serviceAccountName %q, want %q", ps.ServiceAccountName, sa)
+		}
+	}
+	t.Run("the defaults", func(t *testing.T) {
+		ex := ExecutorJob(testAnchor, taskWith(1), 0, DefaultConfig()).Spec.Template.Spec
+		noToken(t, ex, "")
+		if !reflect.DeepEqual(ex.Containers[0].SecurityContext, DefaultExecutorSecurityContext()) {
+			t.Errorf("security context %+v", ex.Containers[0].SecurityContext)
+		}
+		sc := ex.Containers[0].SecurityContext
+		if *sc.AllowPrivilegeEscalation || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || sc.RunAsUser != nil || sc.RunAsNonRoot != nil {
+			t.Errorf("default executor security context %+v: want no escalation, no capabilities, RuntimeDefault, the image's user", sc)
+		}
+		for _, part := range []string{taskmeta.PartInputsFiler, taskmeta.PartOutputsFiler} {
+			noToken(t, FilerJob(testAnchor, part, nil, DefaultConfig()).Spec.Template.Spec, "")
+		}
+	})
+	t.Run("a task's own security context chooses the user and tightens", func(t *testing.T) {
+		task := taskWith(1)
+		task.Executors[0].Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+			RunAsUser: ptr(int64(0)), ReadOnlyRootFilesystem: ptr(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW", "ALL"}},
+		}
+		sc := ExecutorJob(testAnchor, task, 0, DefaultConfig()).Spec.Template.Spec.Containers[0].SecurityContext
+		want := DefaultExecutorSecurityContext()
+		want.RunAsUser, want.ReadOnlyRootFilesystem = ptr(int64(0)), ptr(true)
+		want.Capabilities.Drop = []corev1.Capability{"ALL", "NET_RAW"}
+		if !reflect.DeepEqual(sc, want) {
+			t.Errorf("security context %+v, want %+v", sc, want)
+		}
+	})
+	t.Run("the executor secret: mounted read-only, once", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.ExecutorSecret = ExecutorSecret{Name: "tesk-creds", MountPath: "/secret"}
+		for name, task := range map[string]*taskspec.Task{
+			"added (the TES API's job)":      taskWith(1),
+			"kept (the TESK API's, with it)": {Executors: []batchv1.Job{teskAPIExecutor()}},
+		} {
+			ps := ExecutorJob(testAnchor, task, 0, cfg).Spec.Template.Spec
+			if len(ps.Volumes) != 1 || !hasSecretVolume(ps, "tesk-creds", "tesk-creds", false) || len(ps.Containers[0].VolumeMounts) != 1 || !hasMount(ps.Containers[0], "tesk-creds", "/secret", true) {
+				t.Errorf("%s: volumes %+v, mounts %+v", name, ps.Volumes, ps.Containers[0].VolumeMounts)
+			}
+		}
+	})
+}
 
 // behaviour §3.13: an executor's pod joins the filers' fsGroup, changed
 // only on a root that lacks it; a task's own fsGroup is kept; a task
@@ -48,7 +107,7 @@ func TestExecutorsShareTheFilersGroup(t *testing.T) {
 			if c.cfg != nil {
 				c.cfg(&cfg)
 			}
-			got := BuildExecutorJob(testAnchor, c.task, 0, cfg).Spec.Template.Spec.SecurityContext
+			got := ExecutorJob(testAnchor, c.task, 0, cfg).Spec.Template.Spec.SecurityContext
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("pod security context %+v, want %+v", got, c.want)
 			}
@@ -142,7 +201,7 @@ func TestOutputsFilerSecurity(t *testing.T) {
 			}
 			before := cfg.FilerSecurityContext.DeepCopy()
 			beforePod := cfg.FilerPodSecurityContext.DeepCopy()
-			tmpl := BuildFilerJob(testAnchor, c.part, taskWith(1, withInput, withOutput), cfg).Spec.Template
+			tmpl := FilerJob(testAnchor, c.part, taskWith(1, withInput, withOutput), cfg).Spec.Template
 			ps := tmpl.Spec
 			if !reflect.DeepEqual(ps.SecurityContext, c.wantPod) {
 				t.Errorf("pod %+v\nwant %+v", ps.SecurityContext, c.wantPod)
@@ -203,9 +262,9 @@ func TestTaskPodsMeetPodSecurity(t *testing.T) {
 		cfg.ExecutorSecurityContext = c.executors
 		task := taskWith(1, withInput, withOutput, withVolume)
 		pods := map[string]corev1.PodTemplateSpec{
-			"executor":      BuildExecutorJob(testAnchor, task, 0, cfg).Spec.Template,
-			"inputs filer":  BuildFilerJob(testAnchor, taskmeta.PartInputsFiler, task, cfg).Spec.Template,
-			"outputs filer": BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, task, cfg).Spec.Template,
+			"executor":      ExecutorJob(testAnchor, task, 0, cfg).Spec.Template,
+			"inputs filer":  FilerJob(testAnchor, taskmeta.PartInputsFiler, task, cfg).Spec.Template,
+			"outputs filer": FilerJob(testAnchor, taskmeta.PartOutputsFiler, task, cfg).Spec.Template,
 		}
 		for name, p := range pods {
 			lv := psaapi.LevelVersion{Level: c.level, Version: psaapi.LatestVersion()}
@@ -217,7 +276,7 @@ func TestTaskPodsMeetPodSecurity(t *testing.T) {
 		}
 	}
 	// The check can fail: root with capabilities is not restricted.
-	p := BuildFilerJob(testAnchor, taskmeta.PartOutputsFiler, taskWith(1, withOutput), DefaultConfig()).Spec.Template
+	p := FilerJob(testAnchor, taskmeta.PartOutputsFiler, taskWith(1, withOutput), DefaultConfig()).Spec.Template
 	allowed := true
 	for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &p.ObjectMeta, &p.Spec) {
 		allowed = allowed && r.Allowed

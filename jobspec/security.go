@@ -1,4 +1,4 @@
-package steps
+package jobspec
 
 import (
 	"slices"
@@ -23,11 +23,11 @@ func taskPodIdentity(ps *corev1.PodSpec, cfg Config) {
 
 // ExecutorSecurity is an executor container's security context: the
 // operator's (EXECUTOR_SECURITY_CONTEXT, or the default) with what the
-// task's own asks for on top, which Admit allows only where it chooses the
-// user or takes rights away: the user, the group, non-root, a read-only
-// root file system, capabilities dropped (added to those dropped), and
-// privilege escalation, privileged mode and the seccomp profile only where
-// the operator's leaves them unset.
+// task's own asks for on top, which steps.Admit allows only where it
+// chooses the user or takes rights away: the user, the group, non-root, a
+// read-only root file system, capabilities dropped (added to those
+// dropped), and privilege escalation, privileged mode and the seccomp
+// profile only where the operator's leaves them unset.
 func ExecutorSecurity(base, task *corev1.SecurityContext) *corev1.SecurityContext {
 	if base == nil {
 		return task.DeepCopy()
