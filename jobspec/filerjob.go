@@ -48,96 +48,16 @@ func UserSecretName(prefix, subject string) string {
 // §3), and runs in the zones the task's backend parameters name (t,
 // admitted by steps.Admit; nil: anywhere).
 func FilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job {
-	mode := strings.TrimSuffix(part, "-filer")
 	podSecurity, security := cfg.FilerPodSecurityContext.DeepCopy(), cfg.FilerSecurityContext.DeepCopy()
 	if part == taskmeta.PartOutputsFiler {
 		podSecurity, security = OutputsFilerSecurity(cfg)
-	}
-	args := []string{mode, "--file", path.Join(jsonMountPath, taskspec.ConfigMapKey)}
-	if cfg.Debug {
-		args = append([]string{"--debug"}, args...)
 	}
 	pull := corev1.PullIfNotPresent
 	if cfg.PullPolicyAlways {
 		pull = corev1.PullAlways
 	}
-	optional := true
-	env := []corev1.EnvVar{
-		{Name: "FILER_HTTP_TIMEOUT", Value: cfg.FilerHTTPTimeout},
-		{Name: "AWS_CONFIG_FILE", Value: path.Join(awsMountPath, "config")},
-		{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: path.Join(awsMountPath, "credentials")},
-	}
-	if cfg.FilerParallelism > 0 {
-		env = append(env, corev1.EnvVar{Name: "FILER_PARALLELISM", Value: strconv.Itoa(cfg.FilerParallelism)})
-	}
-	if cfg.FilerAllowedCIDRs != "" {
-		env = append(env, corev1.EnvVar{Name: "FILER_ALLOWED_CIDRS", Value: cfg.FilerAllowedCIDRs})
-	}
-	if part == taskmeta.PartOutputsFiler {
-		env = append(env, fileWriterEnv(cfg)...)
-	}
-	user := ""
-	if cfg.UserSecretPrefix != "" && a.Creator != "" {
-		user = UserSecretName(cfg.UserSecretPrefix, a.Creator)
-		env = append(env, corev1.EnvVar{Name: "TESK_USER_CREDENTIALS", Value: userMountPath})
-	} else {
-		env = append(env, ftpEnv(cfg)...)
-	}
-	for _, kv := range [][2]string{{"TESK_FTP_HOSTS", cfg.FTPHosts}, {"HOST_BASE_PATH", cfg.HostBasePath}, {"CONTAINER_BASE_PATH", cfg.ContainerBasePath}} {
-		if kv[1] != "" {
-			env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
-		}
-	}
-	mounts := []corev1.VolumeMount{
-		{Name: taskVolumeName, MountPath: taskspec.FilerTaskDir},
-		{Name: jsonVolumeName, MountPath: jsonMountPath, ReadOnly: true},
-	}
-	volumes := []corev1.Volume{
-		pvcVolume(a.Name),
-		{Name: jsonVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: a.Name},
-		}}},
-	}
-	// The task's user's own credentials, if the operator keeps them per
-	// user (behaviour §3.14): then none of the shared ones.
-	credentials, credentialsPath := cfg.AWSSecretName, awsMountPath
-	if credentials == "" {
-		credentials = AWSSecretName
-	}
-	if user != "" {
-		credentials, credentialsPath = user, userMountPath
-		for i := range env {
-			switch env[i].Name {
-			case "AWS_CONFIG_FILE":
-				env[i].Value = path.Join(userMountPath, "config")
-			case "AWS_SHARED_CREDENTIALS_FILE":
-				env[i].Value = path.Join(userMountPath, "credentials")
-			}
-		}
-	}
-	mounts = append(mounts, corev1.VolumeMount{Name: awsVolumeName, MountPath: credentialsPath, ReadOnly: true})
-	volumes = append(volumes, corev1.Volume{Name: awsVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: credentials, Optional: &optional,
-	}}})
-	if cfg.NetrcSecretName != "" && user == "" {
-		env = append(env, corev1.EnvVar{Name: "NETRC", Value: path.Join(netrcMountPath, ".netrc")})
-		mounts = append(mounts, corev1.VolumeMount{Name: netrcVolumeName, MountPath: netrcMountPath, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: netrcVolumeName, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: cfg.NetrcSecretName},
-		}})
-	}
-	if cfg.TransferPVCName != "" && user == "" {
-		// The transfer volume is one for all users: a task with its
-		// user's own credentials does not get it (the TES API refuses its
-		// file:// URLs).
-		mounts = append(mounts, corev1.VolumeMount{Name: transferVolume, MountPath: cfg.ContainerBasePath})
-		volumes = append(volumes, corev1.Volume{Name: transferVolume, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.TransferPVCName},
-		}})
-	}
-	if cfg.Debug {
-		env = append(env, corev1.EnvVar{Name: "DEBUG", Value: "true"})
-	}
+	user := userSecret(a, cfg)
+	mounts, volumes := filerVolumes(a, user, cfg)
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            taskmeta.ObjectName(a.Name, part),
@@ -156,8 +76,8 @@ func FilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job 
 						Name:            filerContainer,
 						Image:           cfg.FilerImage(),
 						ImagePullPolicy: pull,
-						Args:            args,
-						Env:             env,
+						Args:            filerArgs(part, cfg),
+						Env:             filerEnv(part, user, cfg),
 						VolumeMounts:    mounts,
 						Resources:       *cfg.FilerResources.DeepCopy(),
 						SecurityContext: security,
@@ -171,6 +91,113 @@ func FilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job 
 	taskPodIdentity(&j.Spec.Template.Spec, cfg)
 	taskPods(t, cfg).ApplyTask(&j.Spec.Template.Spec)
 	return j
+}
+
+// filerArgs are the filer's arguments: its mode (inputs or outputs) and
+// the task JSON mounted from the anchor; --debug first with --debug.
+func filerArgs(part string, cfg Config) []string {
+	args := []string{strings.TrimSuffix(part, "-filer"), "--file", path.Join(jsonMountPath, taskspec.ConfigMapKey)}
+	if cfg.Debug {
+		args = append([]string{"--debug"}, args...)
+	}
+	return args
+}
+
+// userSecret is the secret of the task's user's own credentials, if the
+// operator keeps them per user and the task's creator is known (behaviour
+// §3.14); "": the task gets the shared ones.
+func userSecret(a Anchor, cfg Config) string {
+	if cfg.UserSecretPrefix != "" && a.Creator != "" {
+		return UserSecretName(cfg.UserSecretPrefix, a.Creator)
+	}
+	return ""
+}
+
+// filerEnv is the filer's environment (behaviour §3): its settings, whom a
+// root outputs filer writes the transfer volume as, where its credentials
+// are (user: its user's own secret, else the shared S3 secret, FTP
+// credentials and netrc), and DEBUG with --debug.
+func filerEnv(part, user string, cfg Config) []corev1.EnvVar {
+	credentialsPath := awsMountPath
+	if user != "" {
+		credentialsPath = userMountPath
+	}
+	env := []corev1.EnvVar{
+		{Name: "FILER_HTTP_TIMEOUT", Value: cfg.FilerHTTPTimeout},
+		{Name: "AWS_CONFIG_FILE", Value: path.Join(credentialsPath, "config")},
+		{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: path.Join(credentialsPath, "credentials")},
+	}
+	if cfg.FilerParallelism > 0 {
+		env = append(env, corev1.EnvVar{Name: "FILER_PARALLELISM", Value: strconv.Itoa(cfg.FilerParallelism)})
+	}
+	if cfg.FilerAllowedCIDRs != "" {
+		env = append(env, corev1.EnvVar{Name: "FILER_ALLOWED_CIDRS", Value: cfg.FilerAllowedCIDRs})
+	}
+	if part == taskmeta.PartOutputsFiler {
+		env = append(env, fileWriterEnv(cfg)...)
+	}
+	if user != "" {
+		env = append(env, corev1.EnvVar{Name: "TESK_USER_CREDENTIALS", Value: userMountPath})
+	} else {
+		env = append(env, ftpEnv(cfg)...)
+	}
+	for _, kv := range [][2]string{{"TESK_FTP_HOSTS", cfg.FTPHosts}, {"HOST_BASE_PATH", cfg.HostBasePath}, {"CONTAINER_BASE_PATH", cfg.ContainerBasePath}} {
+		if kv[1] != "" {
+			env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+		}
+	}
+	if cfg.NetrcSecretName != "" && user == "" {
+		env = append(env, corev1.EnvVar{Name: "NETRC", Value: path.Join(netrcMountPath, ".netrc")})
+	}
+	if cfg.Debug {
+		env = append(env, corev1.EnvVar{Name: "DEBUG", Value: "true"})
+	}
+	return env
+}
+
+// filerVolumes are the filer's mounts and their volumes: the whole task
+// volume, the task JSON from the anchor, the S3 credentials (user, the
+// task's user's own secret, if set: then none of the shared ones), the
+// shared netrc, and the file:// transfer volume.
+func filerVolumes(a Anchor, user string, cfg Config) ([]corev1.VolumeMount, []corev1.Volume) {
+	optional := true
+	mounts := []corev1.VolumeMount{
+		{Name: taskVolumeName, MountPath: taskspec.FilerTaskDir},
+		{Name: jsonVolumeName, MountPath: jsonMountPath, ReadOnly: true},
+	}
+	volumes := []corev1.Volume{
+		pvcVolume(a.Name),
+		{Name: jsonVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: a.Name},
+		}}},
+	}
+	credentials, credentialsPath := cfg.AWSSecretName, awsMountPath
+	if credentials == "" {
+		credentials = AWSSecretName
+	}
+	if user != "" {
+		credentials, credentialsPath = user, userMountPath
+	}
+	mounts = append(mounts, corev1.VolumeMount{Name: awsVolumeName, MountPath: credentialsPath, ReadOnly: true})
+	volumes = append(volumes, corev1.Volume{Name: awsVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: credentials, Optional: &optional,
+	}}})
+	if cfg.NetrcSecretName != "" && user == "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: netrcVolumeName, MountPath: netrcMountPath, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: netrcVolumeName, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: cfg.NetrcSecretName},
+		}})
+	}
+	if cfg.TransferPVCName != "" && user == "" {
+		// The transfer volume is one for all users: a task with its
+		// user's own credentials does not get it (the TES API refuses its
+		// file:// URLs).
+		mounts = append(mounts, corev1.VolumeMount{Name: transferVolume, MountPath: cfg.ContainerBasePath})
+		volumes = append(volumes, corev1.Volume{Name: transferVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.TransferPVCName},
+		}})
+	}
+	return mounts, volumes
 }
 
 // SkipMissingOutputs makes an outputs filer job upload the outputs that
