@@ -11,8 +11,9 @@ import (
 )
 
 // The documents hold to the runs: BENCHMARKS.md's block of make bench is
-// one run's, README.md quotes it in its own block and quotes nothing that
-// BENCHMARKS.md does not record.
+// one run's, README.md quotes it in its own block, and neither README.md
+// nor docs/performance.md quotes anything that BENCHMARKS.md does not
+// record.
 
 func readDoc(t *testing.T, name string) string {
 	t.Helper()
@@ -69,25 +70,43 @@ func sectionOf(doc, title string) string {
 	return rest
 }
 
-// README.md quotes only figures of runs that BENCHMARKS.md records: every
-// number of its Performance and Robustness sections is one of
-// BENCHMARKS.md's.
+// figureSections are the sections that quote runs: README.md's
+// Performance (the headline) and docs/performance.md's Performance and
+// Robustness, where the rest of the figures moved.
+var figureSections = []struct{ doc, title string }{
+	{"README.md", "Performance"},
+	{"docs/performance.md", "Performance"},
+	{"docs/performance.md", "Robustness"},
+}
+
+// The README and docs/performance.md quote only figures of runs that
+// BENCHMARKS.md records: every number of their sections of figures, and of
+// the README's opening (the first run's timings), is one of BENCHMARKS.md's.
 func TestREADMEFiguresAreInBENCHMARKS(t *testing.T) {
-	benchmarks, readme := readDoc(t, "BENCHMARKS.md"), readDoc(t, "README.md")
-	for _, title := range []string{"Performance", "Robustness"} {
-		sec := sectionOf(readme, title)
+	benchmarks := readDoc(t, "BENCHMARKS.md")
+	for _, f := range figureSections {
+		sec := sectionOf(readDoc(t, f.doc), f.title)
 		if len(numbersOf(sec)) < 10 {
-			t.Fatalf("README.md's section %s has %d figures: the section was not found", title, len(numbersOf(sec)))
+			t.Fatalf("%s's section %s has %d figures: the section was not found", f.doc, f.title, len(numbersOf(sec)))
 		}
 		if m := missing(sec, benchmarks); len(m) > 0 {
 			sort.Strings(m)
-			t.Errorf("README.md's section %s quotes %v, which BENCHMARKS.md does not record", title, m)
+			t.Errorf("%s's section %s quotes %v, which BENCHMARKS.md does not record", f.doc, f.title, m)
 		}
+	}
+	readme := readDoc(t, "README.md")
+	opening := readme[:max(strings.Index(readme, "\n## "), 0)]
+	if len(numbersOf(opening)) < 5 {
+		t.Fatalf("README.md's opening has %d figures: the first run's timings were not found", len(numbersOf(opening)))
+	}
+	if m := missing(opening, benchmarks); len(m) > 0 {
+		sort.Strings(m)
+		t.Errorf("README.md's opening quotes %v, which BENCHMARKS.md does not record", m)
 	}
 }
 
 // benchLink is a link to a section of BENCHMARKS.md.
-var benchLink = regexp.MustCompile(`\(BENCHMARKS\.md#([a-z0-9-]+)\)`)
+var benchLink = regexp.MustCompile(`\((?:\.\./)?BENCHMARKS\.md#([a-z0-9-]+)\)`)
 
 // slugOf is the anchor GitHub gives a heading: lower case, spaces as
 // hyphens, punctuation other than hyphens left out.
@@ -127,42 +146,41 @@ func sectionsBySlug(doc string) map[string]string {
 	return out
 }
 
-// Each row of README.md's table of runs names its run's section of
-// BENCHMARKS.md, and every figure of the row is in that section: a figure
-// another run recorded, or the same run's stale figure, does not pass. So
-// does every line of the Performance and Robustness sections that links a
-// section.
+// Each row of docs/performance.md's table of runs names its run's section
+// of BENCHMARKS.md, and every figure of the row is in that section: a
+// figure another run recorded, or the same run's stale figure, does not
+// pass. So does every line of the sections of figures that links a
+// section (README.md's headline aside, held to the summary above).
 func TestREADMERowsQuoteTheRunTheyName(t *testing.T) {
 	sections := sectionsBySlug(readDoc(t, "BENCHMARKS.md"))
-	readme := readDoc(t, "README.md")
-	headline := HeadlineBlock.Of(readme)
 	rows := 0
-	for _, title := range []string{"Performance", "Robustness"} {
-		sec := strings.Replace(sectionOf(readme, title), headline, "", 1)
+	for _, f := range figureSections {
+		doc := readDoc(t, f.doc)
+		sec := strings.Replace(sectionOf(doc, f.title), HeadlineBlock.Of(doc), "", 1)
 		for _, line := range strings.Split(sec, "\n") {
 			links := benchLink.FindAllStringSubmatch(line, -1)
 			isRow := strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| run ")
 			if isRow {
 				rows++
 				if len(links) == 0 {
-					t.Errorf("a row of README.md's %s names no section of BENCHMARKS.md: %.120s", title, line)
+					t.Errorf("a row of %s's %s names no section of BENCHMARKS.md: %.120s", f.doc, f.title, line)
 					continue
 				}
 			}
 			for _, l := range links {
 				text, ok := sections[l[1]]
 				if !ok {
-					t.Errorf("README.md's %s links BENCHMARKS.md#%s, which is no section of it", title, l[1])
+					t.Errorf("%s's %s links BENCHMARKS.md#%s, which is no section of it", f.doc, f.title, l[1])
 					continue
 				}
 				if m := missing(line, text); len(m) > 0 {
 					sort.Strings(m)
-					t.Errorf("README.md's %s quotes %v from BENCHMARKS.md#%s, which that section does not record: %.120s", title, m, l[1], line)
+					t.Errorf("%s's %s quotes %v from BENCHMARKS.md#%s, which that section does not record: %.120s", f.doc, f.title, m, l[1], line)
 				}
 			}
 		}
 	}
 	if rows < 5 {
-		t.Fatalf("README.md's table of runs has %d rows: the table was not found", rows)
+		t.Fatalf("docs/performance.md's table of runs has %d rows: the table was not found", rows)
 	}
 }

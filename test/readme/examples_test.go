@@ -11,8 +11,8 @@ import (
 // The pages whose examples the tests run, in the order they are run: the
 // README's, then those of the pages the rest moved to.
 var (
-	handlerPages = []string{"README.md"}
-	tesPages     = []string{"README.md"}
+	handlerPages = []string{"README.md", "docs/events.md"}
+	tesPages     = []string{"README.md", "docs/getting-started.md", "docs/tes-api.md"}
 )
 
 // shCommands returns the commands of a Markdown file's sh blocks that keep

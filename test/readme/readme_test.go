@@ -1,11 +1,12 @@
 //go:build e2e
 
-// Package readme runs the README's curl examples against the handler as
-// `make dev` runs it, so that they cannot rot.
+// Package readme runs the curl examples of the README and of the pages
+// they moved to (docs/events.md, docs/getting-started.md, docs/tes-api.md)
+// against the handler and the TES API as `make dev` runs them, so that
+// they cannot rot.
 package readme
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,44 +24,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// curlCommands returns the README's shell commands that call the handler on
-// localhost:8080, continuation lines joined, in their order.
-func curlCommands(t *testing.T, readme string) []string {
-	t.Helper()
-	f, err := os.Open(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var cmds []string
-	inSh, cur := false, ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "```sh"):
-			inSh = true
-			continue
-		case strings.HasPrefix(line, "```"):
-			inSh = false
-			continue
-		case !inSh:
-			continue
-		}
-		if strings.HasSuffix(line, "\\") {
-			cur += strings.TrimSuffix(line, "\\") + " "
-			continue
-		}
-		cmd := strings.TrimSpace(cur + line)
-		cur = ""
-		// Commands with <placeholders> are templates, not examples.
-		if strings.HasPrefix(cmd, "curl ") && strings.Contains(cmd, "localhost:8080") && !strings.Contains(cmd, "<") {
-			cmds = append(cmds, cmd)
-		}
-	}
-	return cmds
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -73,10 +36,7 @@ func freePort(t *testing.T) int {
 
 func TestREADMECurlExamples(t *testing.T) {
 	root, _ := filepath.Abs("../..")
-	cmds := curlCommands(t, filepath.Join(root, "README.md"))
-	if len(cmds) < 6 {
-		t.Fatalf("found %d curl examples in the README, want the four step types, the view and structured mode: %q", len(cmds), cmds)
-	}
+	cmds := handlerExamples(t, root)
 	ctx := context.Background()
 	c, err := cluster.Start(ctx, cluster.Options{})
 	if err != nil {

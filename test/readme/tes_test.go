@@ -3,7 +3,6 @@
 package readme
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,41 +20,13 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// tesCurlCommands returns the README's shell commands that call the TES API
-// on localhost:8081, in their order.
-func tesCurlCommands(t *testing.T, readme string) []string {
-	t.Helper()
-	f, err := os.Open(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var cmds []string
-	inSh := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "```sh"):
-			inSh = true
-		case strings.HasPrefix(line, "```"):
-			inSh = false
-		case inSh && strings.HasPrefix(line, "curl ") && strings.Contains(line, "localhost:8081/ga4gh/"):
-			cmds = append(cmds, strings.TrimSpace(line))
-		}
-	}
-	return cmds
-}
-
-// TestREADMETESExamples runs the README's TES API examples against the TES
-// API and the handler as `make dev` runs them: <id> is the task the create
-// example made, <next_page_token> the token of the list before.
+// TestREADMETESExamples runs the TES API examples of the README,
+// docs/getting-started.md and docs/tes-api.md against the TES API and the
+// handler as `make dev` runs them: <id> is the task the create example
+// before it made, <next_page_token> the token of the list before.
 func TestREADMETESExamples(t *testing.T) {
 	root, _ := filepath.Abs("../..")
-	cmds := tesCurlCommands(t, filepath.Join(root, "README.md"))
-	if len(cmds) < 6 {
-		t.Fatalf("found %d TES API examples in the README, want one per endpoint and paging: %q", len(cmds), cmds)
-	}
+	cmds := tesExamples(t, root)
 	ctx := context.Background()
 	c, err := cluster.Start(ctx, cluster.Options{})
 	if err != nil {
