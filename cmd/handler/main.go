@@ -50,6 +50,8 @@ type options struct {
 	stateSink, sinkToken                           string
 	// stateEventsRequired: no sink is an error, not "publish nowhere".
 	stateEventsRequired bool
+	// sinkTokenRequired: a sink without its token file is an error.
+	sinkTokenRequired bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -69,6 +71,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		return o, err
 	}
 	required, err := env.Bool("STATE_EVENTS_REQUIRED")
+	if err != nil {
+		return o, err
+	}
+	tokenRequired, err := env.Bool("SINK_TOKEN_REQUIRED")
 	if err != nil {
 		return o, err
 	}
@@ -95,6 +101,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.stateSink, "state-events-sink", stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
 	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", events.DefaultSinkTokenFile), "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
 	fs.BoolVar(&o.stateEventsRequired, "state-events-required", required, "refuse to start without a sink for the state changes (env STATE_EVENTS_REQUIRED)")
+	fs.BoolVar(&o.sinkTokenRequired, "sink-token-required", tokenRequired, "refuse to start with a sink for the state changes and no token in the sink token file (env SINK_TOKEN_REQUIRED; where Eventing's authentication-oidc is on)")
 	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -115,6 +122,15 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 // events only to the bound one it makes next.
 var errNoStateSink = errors.New("STATE_EVENTS_REQUIRED is set and there is no sink for the state changes: neither STATE_EVENTS_SINK nor K_SINK (which the SinkBinding tesk-handler-state-events sets on the revision it binds; this one was made before it did)")
 
+// sinkReady stops a handler that would publish its state changes without
+// the token the Broker asks for (events.RequireSinkToken).
+func (o options) sinkReady() error {
+	if !o.sinkTokenRequired || o.stateSink == "" {
+		return nil
+	}
+	return events.RequireSinkToken(o.sinkToken)
+}
+
 // stdout receives --version's answer.
 var stdout io.Writer = os.Stdout
 
@@ -126,6 +142,9 @@ func run(args []string, getenv func(string) string) error {
 	}
 	if o.version {
 		_, err := fmt.Fprintln(stdout, version.Get())
+		return err
+	}
+	if err := o.sinkReady(); err != nil {
 		return err
 	}
 	log := cmdutil.NewLogger("handler", o.debug)

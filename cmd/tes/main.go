@@ -51,6 +51,8 @@ type options struct {
 	version                     bool
 	// sinkRequired: no sink is an error, not "post no events".
 	sinkRequired bool
+	// sinkTokenRequired: a sink without its token file is an error.
+	sinkTokenRequired bool
 }
 
 func parseOptions(args []string, getenv func(string) string) (options, error) {
@@ -69,6 +71,10 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	if err != nil {
 		return o, err
 	}
+	tokenRequired, err := env.Bool("SINK_TOKEN_REQUIRED")
+	if err != nil {
+		return o, err
+	}
 	fs := flag.NewFlagSet("tes", flag.ContinueOnError)
 	ns := def("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace))
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
@@ -81,6 +87,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.version, "version", false, "print the TES API's version and exit")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
 	fs.BoolVar(&o.sinkRequired, "sink-required", required, "refuse to start without a sink for task.submitted and task.cancelled (env SINK_REQUIRED)")
+	fs.BoolVar(&o.sinkTokenRequired, "sink-token-required", tokenRequired, "refuse to start with a sink and no token in the sink token file (env SINK_TOKEN_REQUIRED; where Eventing's authentication-oidc is on)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -99,6 +106,16 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 // to start it. Exiting keeps that revision from ever being Ready, so
 // Knative routes requests only to the bound one it makes next.
 var errNoSink = errors.New("SINK_REQUIRED is set and K_SINK is not (the SinkBinding tesk-tes sets it on the revision it binds; this one was made before it did)")
+
+// sinkReady stops a TES API that would post its events without the token
+// the Broker asks for (events.RequireSinkToken): each task it took would
+// wait for the handler's sweep.
+func (o options) sinkReady() error {
+	if !o.sinkTokenRequired || o.sink == "" {
+		return nil
+	}
+	return events.RequireSinkToken(o.sinkToken)
+}
 
 // stdout receives --version's answer.
 var stdout io.Writer = os.Stdout
@@ -242,6 +259,9 @@ func run(args []string, getenv func(string) string) error {
 	}
 	if o.version {
 		_, err := fmt.Fprintln(stdout, version.Get())
+		return err
+	}
+	if err := o.sinkReady(); err != nil {
 		return err
 	}
 	log := cmdutil.NewLogger("tes", o.debug)

@@ -137,7 +137,7 @@ func TestTemplateValues(t *testing.T) {
 			[]string{"kind: Ingress", "ingressClassName: nginx", "nginx.ingress.kubernetes.io/upstream-vhost: tesk-tes.tesk.svc.cluster.local",
 				"- hosts: [ingress.example.org]\n      secretName: tes-tls", "- host: ingress.example.org", "name: tesk-tes\n                port:\n                  number: 80"}},
 		{"no event policies", map[string]any{"auth": none, "broker": map[string]any{"eventPolicies": false}},
-			[]string{"# No EventPolicies (broker.eventPolicies: false)"}},
+			[]string{"# No EventPolicies (broker.eventPolicies: false)", `SINK_TOKEN_REQUIRED: "false"`}},
 		{"event policies", map[string]any{"auth": none, "broker": map[string]any{
 			"extraSenders": []any{map[string]any{"sub": "system:serviceaccount:ops:adapter"}}}, "stateEvents": map[string]any{"enabled": true}},
 			[]string{"kind: EventPolicy\nmetadata:\n  name: tesk-apiserversource", "kind: ApiServerSource, name: tesk-events, namespace: tesk}\n  filters:\n    - prefix: {type: dev.knative.apiserver.}",

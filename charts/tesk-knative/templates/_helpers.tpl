@@ -92,3 +92,18 @@ ref:
 {{ . | toString | quote }}
 {{- end -}}
 {{- end -}}
+
+{{- /* "true" where Knative Eventing's authentication-oidc is taken to be on (broker.eventPolicies: auto reads knative-eventing's config-features at install and upgrade; a rendering without a cluster reads nothing: on), else "false". */ -}}
+{{- define "tesk-knative.oidc" -}}
+{{- $mode := toString .Values.broker.eventPolicies -}}
+{{- if eq $mode "auto" -}}
+{{- $features := lookup "v1" "ConfigMap" "knative-eventing" "config-features" -}}
+{{- if $features -}}
+{{- eq (get (default dict $features.data) "authentication-oidc") "enabled" -}}
+{{- else -}}
+true
+{{- end -}}
+{{- else -}}
+{{- eq $mode "true" -}}
+{{- end -}}
+{{- end -}}
