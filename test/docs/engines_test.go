@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -261,4 +262,39 @@ func TestWorkflowEnginesConfiguration(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Wherever the README and docs/ give an engine a URL, it has the shape the
+// engine needs: Nextflow's tes.endpoint, the --tes, --tesEndpoint and
+// tes.HTTPClient of clients built on py-tes, Cromwell's endpoint.
+func TestEngineURLsEverywhere(t *testing.T) {
+	rs := routes(t)
+	pages := []string{"README.md"}
+	md, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, p := range md {
+		pages = append(pages, "docs/"+filepath.Base(p))
+	}
+	found := 0
+	for _, page := range pages {
+		doc := read(t, page)
+		for _, m := range regexp.MustCompile(`tes\.endpoint\s*=\s*'([^']*)'`).FindAllStringSubmatch(doc, -1) {
+			found++
+			if p := pathOf(t, m[1], page+": tes.endpoint"); !served(rs, http.MethodPost, p+"/v1/tasks") {
+				t.Errorf("%s: nf-ga4gh would POST %s/v1/tasks, which the TES API does not serve", page, p)
+			}
+		}
+		for _, m := range regexp.MustCompile(`(?:--tes|--tesEndpoint|tes\.HTTPClient\(")[ =]?(https?://[^\s"'`+"`"+`)]+)`).FindAllStringSubmatch(doc, -1) {
+			found++
+			pyTES(t, rs, m[1], page+": "+m[0])
+		}
+		for _, m := range regexp.MustCompile(`endpoint = "([^"]*)"`).FindAllStringSubmatch(doc, -1) {
+			found++
+			if p := pathOf(t, m[1], page+": Cromwell's endpoint"); !served(rs, http.MethodPost, p) || !served(rs, http.MethodGet, p+"/task-1") {
+				t.Errorf("%s: Cromwell's endpoint %s is not the TES API's tasks route", page, m[1])
+			}
+		}
+	}
+	if found < 12 {
+		t.Fatalf("found %d engine URLs in the README and docs/, want the table's and the sections'", found)
+	}
 }
