@@ -1,12 +1,8 @@
 package steps
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
-	"net/netip"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/elixir-cloud-aai/tesk-knative/backendparams"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
@@ -73,231 +68,298 @@ func FromEnv(getenv func(string) string, log *zap.SugaredLogger, podTimeout *str
 // LoadEnv applies the environment variables (behaviour §3) to cfg, with
 // their validation rules: an empty value counts as unset, numbers may have
 // spaces around them, and a value out of range or malformed is reported and
-// leaves the default.
+// leaves the default. The variables are envSettings, read in its order.
 func LoadEnv(cfg Config, getenv func(string) string) (Config, []ConfigIssue) {
-	var issues []ConfigIssue
-	bad := func(level, name, format string, a ...any) {
-		issues = append(issues, ConfigIssue{Level: level, Name: name, Msg: fmt.Sprintf(format, a...)})
-	}
-	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	intIn := func(name string, lo int64) (int64, bool) {
-		v := get(name)
-		if v == "" {
-			return 0, false
+	r := &envReader{getenv: getenv}
+	for _, s := range envSettings {
+		v := r.get(s.name)
+		if s.untrimmed {
+			v = getenv(s.name)
 		}
+		if v != "" || s.evenEmpty {
+			s.apply(&cfg, v, r)
+		}
+	}
+	for _, i := range fileTransfer(&cfg) {
+		r.bad("error", i.Name, "%s", i.Msg)
+	}
+	if cfg.FTPSecretName == "" && (cfg.FTPUsername != "" || cfg.FTPPassword != "") {
+		r.bad("warn", "TESK_FTP_USERNAME", "FTP credentials are passed to the filer as values in its job; set TESK_FTP_SECRET_NAME to reference a secret instead")
+	}
+	return cfg, r.issues
+}
+
+// envSettings are the variables LoadEnv reads, each with how its value is
+// checked and where on the Config it goes; a value that does not pass
+// leaves the Config's default (DefaultConfig), which its issue names.
+var envSettings = []envSetting{
+	wholeNumber("EXECUTOR_BACKOFF_LIMIT", 0, func(c *Config, n int64) { c.ExecutorBackoffLimit = ptrTo(int32(n)) }),
+	wholeNumber("EXECUTOR_MAX_PREEMPTIONS", 0, func(c *Config, n int64) { c.MaxPreemptions = int(n) }),
+	wholeNumber("FILER_BACKOFF_LIMIT", 0, func(c *Config, n int64) { c.FilerBackoffLimit = ptrTo(int32(n)) }),
+	setting("FILER_HTTP_TIMEOUT", applyFilerHTTPTimeout),
+	setting("FILER_PARALLELISM", applyFilerParallelism),
+	setting("FILER_ALLOWED_CIDRS", applyFilerAllowedCIDRs),
+	wholeNumber("QUOTA_TASKS_PER_USER", 0, func(c *Config, n int64) { c.Quota.Tasks = int(n) }),
+	wholeNumber("TASK_MAX_RUN_SECONDS", 1, func(c *Config, n int64) { c.MaxRun = time.Duration(n) * time.Second }),
+	wholeNumber("METRICS_USERS", 0, func(c *Config, n int64) { c.MetricsUsers = int(n) }),
+	setting("QUOTA_CPU_PER_USER", applyQuotaCPU),
+	setting("TES_LOG_TAIL_BYTES", applyLogTailBytes),
+	text("STORAGE_CLASS_NAME", func(c *Config, v string) { c.StorageClassName = v }),
+	setting("DEFAULT_DISK_GB", applyDefaultDiskGB),
+	wholeNumber("TESK_MAX_QUEUE_SECONDS", 1, func(c *Config, n int64) { c.MaxQueue = time.Duration(n) * time.Second }),
+	wholeNumber("TASK_TTL_SECONDS", 0, func(c *Config, n int64) { c.TaskTTL = ptrTo(time.Duration(n) * time.Second) }),
+	setting("UPLOAD_OUTPUTS_ON_FAILURE", applyUploadOutputsOnFailure),
+	settingEvenEmpty("NOTIFY_URL_PREFIXES", applyNotifyURLPrefixes),
+	settingEvenEmpty("KEEP_FAILED_PVC", applyKeepFailedPVC),
+	k8sObject("FILER_POD_SECURITY_CONTEXT", "keeping the default", func(c *Config, sc *corev1.PodSecurityContext) {
+		c.FilerPodSecurityContext = nilIfEmpty(sc)
+	}),
+	k8sObject("FILER_SECURITY_CONTEXT", "keeping the default", func(c *Config, sc *corev1.SecurityContext) {
+		c.FilerSecurityContext = nilIfEmpty(sc)
+	}),
+	k8sObject("FILER_RESOURCES", "setting none", func(c *Config, rr *corev1.ResourceRequirements) { c.FilerResources = *rr }),
+	setting("AWS_SECRET_NAME", applyAWSSecretName),
+	untrimmed("TESK_FTP_USERNAME", func(c *Config, v string) { c.FTPUsername = v }),
+	untrimmed("TESK_FTP_PASSWORD", func(c *Config, v string) { c.FTPPassword = v }),
+	text("TESK_FTP_SECRET_NAME", func(c *Config, v string) { c.FTPSecretName = v }),
+	text("TESK_FTP_HOSTS", func(c *Config, v string) { c.FTPHosts = v }),
+	text("NETRC_SECRET_NAME", func(c *Config, v string) { c.NetrcSecretName = v }),
+	text("HOST_BASE_PATH", func(c *Config, v string) { c.HostBasePath = v }),
+	text("CONTAINER_BASE_PATH", func(c *Config, v string) { c.ContainerBasePath = v }),
+	text("TRANSFER_PVC_NAME", func(c *Config, v string) { c.TransferPVCName = v }),
+	k8sObject("EXECUTOR_SECURITY_CONTEXT", "keeping the default", func(c *Config, sc *corev1.SecurityContext) {
+		c.ExecutorSecurityContext = nilIfEmpty(sc)
+	}),
+	setting("EXECUTOR_SERVICE_ACCOUNT", applyExecutorServiceAccount),
+	setting("EXECUTOR_SECRET_NAME", applyExecutorSecret), // and EXECUTOR_SECRET_MOUNT_PATH
+	setting("EXECUTOR_POD_ANNOTATIONS", applyExecutorPodAnnotations),
+	setting("TRUST_EVENTS", applyTrustEvents),
+	text("EVENTS_AUDIENCE", func(c *Config, v string) { c.EventsAudience = v }),
+	setting("FILER_USER_SECRET_PREFIX", applyUserSecretPrefix),
+}
+
+// envSetting is a variable LoadEnv reads: its name, and apply, which puts
+// its value on the Config or reports it (r.bad) and leaves the default. The
+// value is trimmed of spaces unless untrimmed, and an empty one leaves the
+// default unless evenEmpty.
+type envSetting struct {
+	name                 string
+	untrimmed, evenEmpty bool
+	apply                func(cfg *Config, v string, r *envReader)
+}
+
+// envReader reads the environment for LoadEnv and gathers the issues.
+type envReader struct {
+	getenv func(string) string
+	issues []ConfigIssue
+}
+
+func (r *envReader) get(name string) string { return strings.TrimSpace(r.getenv(name)) }
+
+func (r *envReader) bad(level, name, format string, a ...any) {
+	r.issues = append(r.issues, ConfigIssue{Level: level, Name: name, Msg: fmt.Sprintf(format, a...)})
+}
+
+// setting is a variable checked by apply; unset or empty, it leaves the
+// default.
+func setting(name string, apply func(cfg *Config, v string, r *envReader)) envSetting {
+	return envSetting{name: name, apply: apply}
+}
+
+// settingEvenEmpty is a variable checked by apply, which an empty value
+// reaches too.
+func settingEvenEmpty(name string, apply func(cfg *Config, v string, r *envReader)) envSetting {
+	return envSetting{name: name, evenEmpty: true, apply: apply}
+}
+
+// text is a variable taken as it is, trimmed: an empty value too.
+func text(name string, set func(*Config, string)) envSetting {
+	return envSetting{name: name, evenEmpty: true, apply: func(cfg *Config, v string, _ *envReader) { set(cfg, v) }}
+}
+
+// untrimmed is a variable taken as it is, spaces kept (a password's).
+func untrimmed(name string, set func(*Config, string)) envSetting {
+	s := text(name, set)
+	s.untrimmed = true
+	return s
+}
+
+// wholeNumber is a variable of a whole number from lo to maxInt32.
+func wholeNumber(name string, lo int64, set func(*Config, int64)) envSetting {
+	return setting(name, func(cfg *Config, v string, r *envReader) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < lo || n > maxInt32 {
-			bad("error", name, "%q is not a whole number from %d to %d; ignored", v, lo, maxInt32)
-			return 0, false
+			r.bad("error", name, "%q is not a whole number from %d to %d; ignored", v, lo, maxInt32)
+			return
 		}
-		return n, true
-	}
+		set(cfg, n)
+	})
+}
 
-	if n, ok := intIn("EXECUTOR_BACKOFF_LIMIT", 0); ok {
-		v := int32(n)
-		cfg.ExecutorBackoffLimit = &v
-	}
-	if n, ok := intIn("EXECUTOR_MAX_PREEMPTIONS", 0); ok {
-		cfg.MaxPreemptions = int(n)
-	}
-	if n, ok := intIn("FILER_BACKOFF_LIMIT", 0); ok {
-		v := int32(n)
-		cfg.FilerBackoffLimit = &v
-	}
-	if v := get("FILER_HTTP_TIMEOUT"); v != "" {
-		// The filer takes up to maxFilerTimeout seconds and fails on more.
-		if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 || n > maxFilerTimeout || math.IsNaN(n) {
-			bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds up to %g; using %s", v, float64(maxFilerTimeout), jobspec.DefaultFilerTimeout)
-		} else {
-			cfg.FilerHTTPTimeout = v
+// k8sObject is a variable of a JSON object of a Kubernetes type (T), read
+// strictly (strictObject); otherwise says what holds when it does not parse.
+func k8sObject[T any](name, otherwise string, set func(*Config, *T)) envSetting {
+	return setting(name, func(cfg *Config, v string, r *envReader) {
+		var obj T
+		if err := strictObject(v, &obj); err != nil {
+			r.bad("error", name, "%v; %s", err, otherwise)
+			return
 		}
+		set(cfg, &obj)
+	})
+}
+
+// applyFilerHTTPTimeout: the filer takes up to maxFilerTimeout seconds and
+// fails on more.
+func applyFilerHTTPTimeout(cfg *Config, v string, r *envReader) {
+	if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 || n > maxFilerTimeout || math.IsNaN(n) {
+		r.bad("error", "FILER_HTTP_TIMEOUT", "%q is not a positive number of seconds up to %g; using %s", v, float64(maxFilerTimeout), jobspec.DefaultFilerTimeout)
+	} else {
+		cfg.FilerHTTPTimeout = v
 	}
-	if v := get("FILER_PARALLELISM"); v != "" {
-		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > maxFilerParallelism {
-			bad("error", "FILER_PARALLELISM", "%q is not a whole number from 1 to %d; the filer moves %d files at once", v, maxFilerParallelism, defaultFilerParallelism)
-		} else {
-			cfg.FilerParallelism = n
-		}
+}
+
+func applyFilerParallelism(cfg *Config, v string, r *envReader) {
+	if n, err := strconv.Atoi(v); err != nil || n < 1 || n > maxFilerParallelism {
+		r.bad("error", "FILER_PARALLELISM", "%q is not a whole number from 1 to %d; the filer moves %d files at once", v, maxFilerParallelism, defaultFilerParallelism)
+	} else {
+		cfg.FilerParallelism = n
 	}
-	if v := get("FILER_ALLOWED_CIDRS"); v != "" {
-		if err := checkCIDRs(v); err != nil {
-			bad("error", "FILER_ALLOWED_CIDRS", "%v; the filer reaches no private address", err)
-		} else {
-			cfg.FilerAllowedCIDRs = v
-		}
+}
+
+func applyFilerAllowedCIDRs(cfg *Config, v string, r *envReader) {
+	if err := checkCIDRs(v); err != nil {
+		r.bad("error", "FILER_ALLOWED_CIDRS", "%v; the filer reaches no private address", err)
+	} else {
+		cfg.FilerAllowedCIDRs = v
 	}
-	if n, ok := intIn("QUOTA_TASKS_PER_USER", 0); ok {
-		cfg.Quota.Tasks = int(n)
+}
+
+func applyQuotaCPU(cfg *Config, v string, r *envReader) {
+	if n, err := strconv.ParseFloat(v, 64); err != nil || !(n >= 0 && n <= 1e6) {
+		r.bad("error", "QUOTA_CPU_PER_USER", "%q is not a number of CPU cores from 0 to 1000000; no limit of cores", v)
+	} else {
+		cfg.Quota.CPU = n
 	}
-	if n, ok := intIn("TASK_MAX_RUN_SECONDS", 1); ok {
-		cfg.MaxRun = time.Duration(n) * time.Second
+}
+
+func applyLogTailBytes(cfg *Config, v string, r *envReader) {
+	if n, err := strconv.Atoi(v); err != nil || n < 1 || n > MaxLogTailBytes {
+		r.bad("error", "TES_LOG_TAIL_BYTES", "%q is not a number of bytes from 1 to %d; keeping %d of each executor stream", v, MaxLogTailBytes, DefaultLogTailBytes)
+	} else {
+		cfg.LogTailBytes = n
 	}
-	if n, ok := intIn("METRICS_USERS", 0); ok {
-		cfg.MetricsUsers = int(n)
+}
+
+// applyDefaultDiskGB: at least 1 MiB, at most 1 PiB; a PVC of a fraction of
+// a byte, or an overflowing quantity, is refused by the API server per task.
+func applyDefaultDiskGB(cfg *Config, v string, r *envReader) {
+	if n, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(n) || n < minDiskGB || n > maxDiskGB {
+		r.bad("error", "DEFAULT_DISK_GB", "%q is not a number of GiB from %g to %g; tasks without disk_gb get %g", v, minDiskGB, float64(maxDiskGB), cfg.DiskGB())
+	} else {
+		cfg.DefaultDiskGB = n
 	}
-	if v := get("QUOTA_CPU_PER_USER"); v != "" {
-		if n, err := strconv.ParseFloat(v, 64); err != nil || !(n >= 0 && n <= 1e6) {
-			bad("error", "QUOTA_CPU_PER_USER", "%q is not a number of CPU cores from 0 to 1000000; no limit of cores", v)
-		} else {
-			cfg.Quota.CPU = n
-		}
-	}
-	if v := get("TES_LOG_TAIL_BYTES"); v != "" {
-		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > MaxLogTailBytes {
-			bad("error", "TES_LOG_TAIL_BYTES", "%q is not a number of bytes from 1 to %d; keeping %d of each executor stream", v, MaxLogTailBytes, DefaultLogTailBytes)
-		} else {
-			cfg.LogTailBytes = n
-		}
-	}
-	cfg.StorageClassName = get("STORAGE_CLASS_NAME")
-	if v := get("DEFAULT_DISK_GB"); v != "" {
-		// At least 1 MiB, at most 1 PiB: a PVC of a fraction of a byte, or
-		// an overflowing quantity, is refused by the API server per task.
-		if n, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(n) || n < minDiskGB || n > maxDiskGB {
-			bad("error", "DEFAULT_DISK_GB", "%q is not a number of GiB from %g to %g; tasks without disk_gb get %g", v, minDiskGB, float64(maxDiskGB), cfg.DiskGB())
-		} else {
-			cfg.DefaultDiskGB = n
-		}
-	}
-	if n, ok := intIn("TESK_MAX_QUEUE_SECONDS", 1); ok {
-		cfg.MaxQueue = time.Duration(n) * time.Second
-	}
-	if n, ok := intIn("TASK_TTL_SECONDS", 0); ok {
-		d := time.Duration(n) * time.Second
-		cfg.TaskTTL = &d
-	}
-	switch v := get("UPLOAD_OUTPUTS_ON_FAILURE"); v {
+}
+
+func applyUploadOutputsOnFailure(cfg *Config, v string, r *envReader) {
+	switch v {
 	case "true":
 		cfg.UploadOutputsOnFailure = true
-	case "", "false":
+	case "false":
 	default:
-		bad("warn", "UPLOAD_OUTPUTS_ON_FAILURE", "%q is neither true nor false; a task whose executor fails uploads nothing unless its tag %s says so", v, TagUploadOutputsOnFailure)
+		r.bad("warn", "UPLOAD_OUTPUTS_ON_FAILURE", "%q is neither true nor false; a task whose executor fails uploads nothing unless its tag %s says so", v, TagUploadOutputsOnFailure)
 	}
-	if prefixes, err := ParseNotifyPrefixes(get("NOTIFY_URL_PREFIXES")); err != nil {
-		bad("error", "NOTIFY_URL_PREFIXES", "%v; no task may name an address for its state changes", err)
+}
+
+func applyNotifyURLPrefixes(cfg *Config, v string, r *envReader) {
+	if prefixes, err := ParseNotifyPrefixes(v); err != nil {
+		r.bad("error", "NOTIFY_URL_PREFIXES", "%v; no task may name an address for its state changes", err)
 	} else {
 		cfg.NotifyURLPrefixes = prefixes
 	}
-	switch v := get("KEEP_FAILED_PVC"); v {
+}
+
+func applyKeepFailedPVC(cfg *Config, v string, r *envReader) {
+	switch v {
 	case "true":
 		cfg.KeepFailedPVC = true
 	case "", "false":
 		cfg.KeepFailedPVC = false
 	default:
-		bad("warn", "KEEP_FAILED_PVC", "%q is neither true nor false; failed tasks' PVCs are deleted", v)
+		r.bad("warn", "KEEP_FAILED_PVC", "%q is neither true nor false; failed tasks' PVCs are deleted", v)
 	}
-	if v := get("FILER_POD_SECURITY_CONTEXT"); v != "" {
-		var sc corev1.PodSecurityContext
-		if err := strictObject(v, &sc); err != nil {
-			bad("error", "FILER_POD_SECURITY_CONTEXT", "%v; keeping the default", err)
-		} else if v == "{}" || isZero(sc) {
-			cfg.FilerPodSecurityContext = nil
-		} else {
-			cfg.FilerPodSecurityContext = &sc
+}
+
+func applyAWSSecretName(cfg *Config, v string, r *envReader) {
+	if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+		r.bad("error", "AWS_SECRET_NAME", "%q is not a secret name; the filer jobs mount %s", v, cfg.AWSSecretName)
+	} else {
+		cfg.AWSSecretName = v
+	}
+}
+
+func applyExecutorServiceAccount(cfg *Config, v string, r *envReader) {
+	if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+		r.bad("error", "EXECUTOR_SERVICE_ACCOUNT", "%q is not a ServiceAccount name; executors run as the namespace's default", v)
+	} else {
+		cfg.ExecutorServiceAccount = v
+	}
+}
+
+// applyExecutorSecret reads the secret's name and EXECUTOR_SECRET_MOUNT_PATH
+// with it (jobspec.DefaultExecutorSecretMountPath when unset).
+func applyExecutorSecret(cfg *Config, name string, r *envReader) {
+	mount := r.get("EXECUTOR_SECRET_MOUNT_PATH")
+	if mount == "" {
+		mount = jobspec.DefaultExecutorSecretMountPath
+	}
+	switch {
+	case len(validation.IsDNS1123Subdomain(name)) > 0:
+		r.bad("error", "EXECUTOR_SECRET_NAME", "%q is not a secret name; no executor secret is mounted", name)
+	case !cleanAbs(mount) || mount == "/":
+		r.bad("error", "EXECUTOR_SECRET_MOUNT_PATH", "%q is not a clean absolute path below /; no executor secret is mounted", mount)
+	default:
+		cfg.ExecutorSecret = jobspec.ExecutorSecret{Name: name, MountPath: mount}
+	}
+}
+
+// applyExecutorPodAnnotations takes each key or prefix of the list that is
+// one, and reports each other.
+func applyExecutorPodAnnotations(cfg *Config, v string, r *envReader) {
+	for _, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
 		}
-	}
-	if v := get("FILER_SECURITY_CONTEXT"); v != "" {
-		var sc corev1.SecurityContext
-		if err := strictObject(v, &sc); err != nil {
-			bad("error", "FILER_SECURITY_CONTEXT", "%v; keeping the default", err)
-		} else if isZero(sc) {
-			cfg.FilerSecurityContext = nil
-		} else {
-			cfg.FilerSecurityContext = &sc
+		// A prefix is a key's prefix and domain: "example.org/".
+		name := k
+		if strings.HasSuffix(k, "/") {
+			name = k + "x"
 		}
-	}
-	if v := get("FILER_RESOURCES"); v != "" {
-		var rr corev1.ResourceRequirements
-		if err := strictObject(v, &rr); err != nil {
-			bad("error", "FILER_RESOURCES", "%v; setting none", err)
-		} else {
-			cfg.FilerResources = rr
+		if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+			r.bad("error", "EXECUTOR_POD_ANNOTATIONS", "%q is not an annotation key or a prefix ending in /; ignored", k)
+			continue
 		}
+		cfg.ExecutorPodAnnotations = append(cfg.ExecutorPodAnnotations, k)
 	}
-	if v := get("AWS_SECRET_NAME"); v != "" {
-		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
-			bad("error", "AWS_SECRET_NAME", "%q is not a secret name; the filer jobs mount %s", v, cfg.AWSSecretName)
-		} else {
-			cfg.AWSSecretName = v
-		}
+}
+
+func applyTrustEvents(cfg *Config, v string, r *envReader) {
+	if b, err := strconv.ParseBool(v); err != nil {
+		r.bad("error", "TRUST_EVENTS", "%q is not a boolean; events are not trusted", v)
+	} else {
+		cfg.TrustEvents = b
 	}
-	cfg.FTPUsername = getenv("TESK_FTP_USERNAME")
-	cfg.FTPPassword = getenv("TESK_FTP_PASSWORD")
-	cfg.FTPSecretName = get("TESK_FTP_SECRET_NAME")
-	cfg.FTPHosts = get("TESK_FTP_HOSTS")
-	cfg.NetrcSecretName = get("NETRC_SECRET_NAME")
-	cfg.HostBasePath, cfg.ContainerBasePath, cfg.TransferPVCName = get("HOST_BASE_PATH"), get("CONTAINER_BASE_PATH"), get("TRANSFER_PVC_NAME")
-	if v := get("EXECUTOR_SECURITY_CONTEXT"); v != "" {
-		var sc corev1.SecurityContext
-		if err := strictObject(v, &sc); err != nil {
-			bad("error", "EXECUTOR_SECURITY_CONTEXT", "%v; keeping the default", err)
-		} else if isZero(sc) {
-			cfg.ExecutorSecurityContext = nil
-		} else {
-			cfg.ExecutorSecurityContext = &sc
-		}
+}
+
+// applyUserSecretPrefix: the prefix and a hash of 20 characters make a
+// secret name.
+func applyUserSecretPrefix(cfg *Config, v string, r *envReader) {
+	if errs := validation.IsDNS1123Subdomain(v + strings.Repeat("0", jobspec.UserHashLen)); len(errs) > 0 || strings.HasSuffix(v, ".") {
+		r.bad("error", "FILER_USER_SECRET_PREFIX", "%q does not begin a secret name; every filer gets the shared credentials", v)
+	} else {
+		cfg.UserSecretPrefix = v
 	}
-	if v := get("EXECUTOR_SERVICE_ACCOUNT"); v != "" {
-		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
-			bad("error", "EXECUTOR_SERVICE_ACCOUNT", "%q is not a ServiceAccount name; executors run as the namespace's default", v)
-		} else {
-			cfg.ExecutorServiceAccount = v
-		}
-	}
-	if name, mount := get("EXECUTOR_SECRET_NAME"), get("EXECUTOR_SECRET_MOUNT_PATH"); name != "" {
-		if mount == "" {
-			mount = jobspec.DefaultExecutorSecretMountPath
-		}
-		switch {
-		case len(validation.IsDNS1123Subdomain(name)) > 0:
-			bad("error", "EXECUTOR_SECRET_NAME", "%q is not a secret name; no executor secret is mounted", name)
-		case !cleanAbs(mount) || mount == "/":
-			bad("error", "EXECUTOR_SECRET_MOUNT_PATH", "%q is not a clean absolute path below /; no executor secret is mounted", mount)
-		default:
-			cfg.ExecutorSecret = jobspec.ExecutorSecret{Name: name, MountPath: mount}
-		}
-	}
-	if v := get("EXECUTOR_POD_ANNOTATIONS"); v != "" {
-		for _, k := range strings.Split(v, ",") {
-			k = strings.TrimSpace(k)
-			if k == "" {
-				continue
-			}
-			// A prefix is a key's prefix and domain: "example.org/".
-			name := k
-			if strings.HasSuffix(k, "/") {
-				name = k + "x"
-			}
-			if errs := validation.IsQualifiedName(name); len(errs) > 0 {
-				bad("error", "EXECUTOR_POD_ANNOTATIONS", "%q is not an annotation key or a prefix ending in /; ignored", k)
-				continue
-			}
-			cfg.ExecutorPodAnnotations = append(cfg.ExecutorPodAnnotations, k)
-		}
-	}
-	if v := get("TRUST_EVENTS"); v != "" {
-		if b, err := strconv.ParseBool(v); err != nil {
-			bad("error", "TRUST_EVENTS", "%q is not a boolean; events are not trusted", v)
-		} else {
-			cfg.TrustEvents = b
-		}
-	}
-	cfg.EventsAudience = get("EVENTS_AUDIENCE")
-	if v := get("FILER_USER_SECRET_PREFIX"); v != "" {
-		// The prefix and a hash of 20 characters make a secret name.
-		if errs := validation.IsDNS1123Subdomain(v + strings.Repeat("0", jobspec.UserHashLen)); len(errs) > 0 || strings.HasSuffix(v, ".") {
-			bad("error", "FILER_USER_SECRET_PREFIX", "%q does not begin a secret name; every filer gets the shared credentials", v)
-		} else {
-			cfg.UserSecretPrefix = v
-		}
-	}
-	for _, i := range fileTransfer(&cfg) {
-		bad("error", i.Name, "%s", i.Msg)
-	}
-	if cfg.FTPSecretName == "" && (cfg.FTPUsername != "" || cfg.FTPPassword != "") {
-		bad("warn", "TESK_FTP_USERNAME", "FTP credentials are passed to the filer as values in its job; set TESK_FTP_SECRET_NAME to reference a secret instead")
-	}
-	return cfg, issues
 }
 
 // fileTransfer checks the settings of file:// transfers (behaviour §3.9,
@@ -329,8 +391,6 @@ func fileTransfer(cfg *Config) []ConfigIssue {
 	return issues
 }
 
-func cleanAbs(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
-
 // ParsePodTimeout reads --pod-timeout / POD_TIMEOUT: seconds, more than 0.
 func ParsePodTimeout(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
@@ -339,39 +399,4 @@ func ParsePodTimeout(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("pod timeout %q is not a number of seconds above 0, up to %d", v, maxInt32)
 	}
 	return time.Duration(n * float64(time.Second)), nil
-}
-
-// strictObject decodes a JSON object into a Kubernetes type, refusing
-// anything else, unknown fields and fields of the wrong type.
-func strictObject(v string, into any) error {
-	if !strings.HasPrefix(v, "{") {
-		return fmt.Errorf("%q is not a JSON object", v)
-	}
-	strict, err := sigsjson.UnmarshalStrict([]byte(v), into, sigsjson.DisallowUnknownFields)
-	if err != nil {
-		return fmt.Errorf("not a valid JSON object of this type: %v", err)
-	}
-	if len(strict) > 0 {
-		return fmt.Errorf("does not fit the Kubernetes type: %v", strict[0])
-	}
-	return nil
-}
-
-func isZero(v any) bool {
-	b, _ := json.Marshal(v)
-	return bytes.Equal(b, []byte("{}"))
-}
-
-// checkCIDRs checks a comma-separated list of CIDRs, as the filer reads
-// FILER_ALLOWED_CIDRS.
-func checkCIDRs(list string) error {
-	for _, c := range strings.Split(list, ",") {
-		if c = strings.TrimSpace(c); c == "" {
-			continue
-		}
-		if _, err := netip.ParsePrefix(c); err != nil {
-			return fmt.Errorf("%q is not a CIDR (e.g. 10.20.0.0/16)", c)
-		}
-	}
-	return nil
 }
