@@ -81,14 +81,24 @@ var natssCommands = []natssCommand{
 	{"nats-server", ""},
 }
 
+// natssKeyFiles make up the cache key of build-natss.sh, in its order.
+var natssKeyFiles = []string{
+	"tools-natss/go.mod",
+	"tools-natss/go.sum",
+	"tools-natss/tools.go",
+	"tools-natss/eventing-natss.patch",
+	"build-natss.sh",
+}
+
 // NatsCacheDir is where build-natss.sh puts its binaries and YAML: the key
-// hashes tools-natss, the script and the Go version, as the script does.
+// hashes tools-natss (the patch of eventing-natss among it), the script and
+// the Go version, as the script does.
 func NatsCacheDir() (string, error) {
 	src, err := SourceDir()
 	if err != nil {
 		return "", err
 	}
-	key, err := hashFiles(src, []string{"tools-natss/go.mod", "tools-natss/go.sum", "tools-natss/tools.go", "build-natss.sh"}, "")
+	key, err := hashFiles(src, natssKeyFiles, "")
 	if err != nil {
 		return "", err
 	}

@@ -5,7 +5,8 @@
 # (patch -p1, else git apply -p1), and writes <modfile>, the tool module's
 # go.mod with a replace of the module by the copy (its go.sum beside it, as
 # <modfile without .mod>.sum). Build with go build -modfile <modfile> in
-# the tool module's directory. build.sh and build-services.sh use it.
+# the tool module's directory. build.sh, build-services.sh and
+# build-natss.sh use it.
 #
 # Usage: patchmod.sh <tool module dir> <module> <patch> <dir> <modfile>
 set -euo pipefail
