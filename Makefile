@@ -69,9 +69,11 @@ test-knative: cluster-bins node-deps image-deps
 
 # A Broker on the NATS JetStream channel (test/knative/natss): a local
 # cluster of its own with Knative and NATS (cluster-up KNATIVE=1 NATS=1's),
-# the channel's dispatcher pods deleted while events are sent, every event
-# the Broker accepted delivered; the same experiment on the in-memory
-# channel records what it loses.
+# Eventing's authentication-oidc on (the channel's dispatcher, as
+# build-natss.sh patches it, sends each delivery with the Subscription's
+# token), the channel's dispatcher pods deleted while events are sent,
+# every event the Broker accepted delivered; the same experiment on the
+# in-memory channel records what it loses.
 .PHONY: test-knative-nats
 test-knative-nats: cluster-bins natss-bins node-deps
 	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/

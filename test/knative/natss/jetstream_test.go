@@ -87,8 +87,8 @@ func TestAsyncInMemoryBrokerAcrossDispatcherRestart(t *testing.T) {
 }
 
 // broker is a Broker with one Trigger to a recorder on the node's bridge,
-// in a namespace of its own, and a sender's token for it (none without
-// authentication-oidc).
+// in a namespace of its own, and a sender's token for it
+// (authentication-oidc is on: see oidcOn).
 type broker struct {
 	ns, url, token string
 	rec            *recorder
@@ -157,14 +157,15 @@ func newBroker(ctx context.Context, t *testing.T, ns string, config, annotations
 	if b.url == "" {
 		t.Fatalf("the Broker announces no address: %v", got.Object["status"])
 	}
-	if aud != "" { // authentication-oidc on
-		tok, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sender",
-			&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.token = tok.Status.Token
+	if aud == "" {
+		t.Fatalf("the Broker announces no audience (authentication-oidc off?): %v", got.Object["status"])
 	}
+	tok, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sender",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{aud}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.token = tok.Status.Token
 
 	// The first event, sent until the ingress takes it, then delivered.
 	deadline := time.Now().Add(2 * time.Minute)

@@ -2,7 +2,8 @@
 
 // Package natss tests a Broker on the NATS JetStream channel of the local
 // cluster's NATS option: a cluster of its own with Knative and NATS, no
-// config/knative, and Eventing's authentication-oidc off (see oidcOff).
+// config/knative, and Eventing's authentication-oidc on, as the product
+// ships it (see oidcOn).
 // make test-knative-nats runs it (a cluster of its own), or go test on a
 // running cluster with TESK_KNATIVE_CLUSTER=<dir of make cluster-up
 // KNATIVE=1 NATS=1>. make test-knative names its packages and leaves this
@@ -76,24 +77,25 @@ func run(m *testing.M) int {
 		return 1
 	}
 	env = &knative.Env{C: c, Node: n, Logf: logf}
-	if err := oidcOff(context.Background(), c); err != nil {
+	if err := oidcOn(context.Background(), c); err != nil {
 		logf("%v", err)
 		return 1
 	}
 	return m.Run()
 }
 
-// oidcOff turns Eventing's authentication-oidc off (config-features), as
-// the JetStream channel needs: eventing-natss v0.48.1's dispatcher sends its
-// deliveries with no token (it passes neither the subscriber's audience nor
-// the Subscription's ServiceAccount to Eventing's dispatcher), so with the
-// feature on the Broker's filter answers each one 401 and no event reaches a
-// Trigger's subscriber. The Broker then takes events without a token too.
-func oidcOff(ctx context.Context, c *cluster.Cluster) error {
+// oidcOn turns Eventing's authentication-oidc on (config-features), as
+// the local cluster's Knative and the product have it, also on an attached
+// cluster where an earlier run turned it off: the Broker then takes events
+// only with a token for it, and its filter takes the JetStream channel's
+// deliveries only with the token of the Trigger's Subscription, which the
+// dispatcher sends as build-natss.sh patches it
+// (test/cluster/tools-natss/eventing-natss.patch).
+func oidcOn(ctx context.Context, c *cluster.Cluster) error {
 	_, err := c.Client.CoreV1().ConfigMaps("knative-eventing").Patch(ctx, "config-features", types.MergePatchType,
-		[]byte(`{"data":{"authentication-oidc":"disabled"}}`), metav1.PatchOptions{})
+		[]byte(`{"data":{"authentication-oidc":"enabled"}}`), metav1.PatchOptions{})
 	if err != nil {
-		return fmt.Errorf("config-features: authentication-oidc off: %w", err)
+		return fmt.Errorf("config-features: authentication-oidc on: %w", err)
 	}
 	return nil
 }
