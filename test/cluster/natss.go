@@ -54,6 +54,7 @@ const NatsDispatcher = "jetstream-ch-dispatcher"
 // NatsChanges lists what the local cluster changes in eventing-natss's own
 // YAML and what it adds, in one place:
 var NatsChanges = []string{
+	"eventing-natss patched before it is built (tools-natss/eventing-natss.patch): with Eventing's authentication-oidc on, the dispatcher sends each delivery with the token of the Subscription's ServiceAccount, and its ClusterRole may create serviceaccounts/token",
 	"ko:// references become images built here (" + KnativeImageRegistry + "/natss-<command>:" + NatssVersion + ")",
 	"CPU requests lowered to 10m and CPU limits removed, as for Knative",
 	"added: the NATS server (" + NatsServerVersion + ", JetStream on) as a StatefulSet of one in " + NatsNamespace + " with a 1Gi PersistentVolumeClaim of " + RealStorageClass + ", so that its streams outlive its pod",
