@@ -58,52 +58,27 @@ type step struct {
 	owed []owedChange
 }
 
-// apply carries out a plan: the progress first, the actions in order, the
-// final state last (behaviour §6).
+// apply carries out a plan: the owner's share first (takeShare), the
+// progress (recordStart), the actions in order, the final state last (end)
+// or, on a task that ended, the PVC it left forgotten once it is gone
+// (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
 	st := &step{r: r, anchor: anchor, a: jobspec.AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
 	rv := anchor.ResourceVersion
 	started, ended := stateChanges(anchor.ObjectMeta, plan)
 	if plan.Claim != nil {
-		held, next, err := r.holdShare(ctx, anchor, rv, *plan.Claim)
-		if apierrors.IsConflict(err) {
-			return conflicted, nil
-		}
-		if err != nil {
-			return finished, err
+		next, held, out, err := r.takeShare(ctx, anchor, rv, *plan.Claim, res)
+		if !held {
+			return out, err
 		}
 		rv = next
-		if !held {
-			res.State, res.Waiting = tesv1.StateQueued, true
-			res.Message = "the task waits for its owner's share of the cluster (" + r.Config.Quota.String() + ")"
-			r.log(ctx).Infow("Task waits for its owner's share", "task", anchor.Name, "owner", plan.Claim.Owner, "quota", r.Config.Quota.String())
-			return finished, nil
-		}
 	}
 	if plan.Progress != nil {
-		ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
-		plan.addTTL(ann)
-		lbl := map[string]any{taskmeta.LabelTask: anchor.Name}
-		if _, waited := anchor.Labels[taskmeta.LabelWaiting]; waited || plan.Claim != nil {
-			lbl[taskmeta.LabelWaiting] = nil // started: it waits no more
+		next, out, err := st.recordStart(ctx, rv, plan, started)
+		if out != finished || err != nil {
+			return out, err
 		}
-		var err error
-		rv, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
-			"labels":      lbl,
-			"annotations": ann,
-		})
-		if apierrors.IsConflict(err) {
-			return conflicted, nil
-		}
-		if err != nil {
-			return finished, err
-		}
-		if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
-			r.kubeEvent(anchor, false, ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
-		}
-		if started != nil {
-			rv = st.tell(ctx, rv, []StateChange{*started}, r.now())
-		}
+		rv = next
 	}
 	for _, act := range plan.Actions {
 		res.Actions = append(res.Actions, act)
@@ -111,46 +86,114 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 			return next, err
 		}
 	}
-	if plan.Final == nil && st.pvcGone && anchor.Annotations[taskmeta.AnnotationPVCLeft] != "" {
-		// An ended task's PVC, left at its end, is gone now.
-		_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": map[string]any{taskmeta.AnnotationPVCLeft: nil}})
-		if apierrors.IsConflict(err) {
-			return conflicted, nil
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return finished, err
-		}
-		r.log(ctx).Infow("Deleted the PVC left at the task's end", "task", anchor.Name, "pvc", taskmeta.PVCName(anchor.Name))
-	}
 	if plan.Final != nil {
-		now := r.now()
-		ann := finalAnnotations(plan.Final, now)
-		if st.pvcLeft != "" {
-			// The sweep deletes it again (endedTask).
-			ann[taskmeta.AnnotationPVCLeft] = st.pvcLeft
-		}
-		plan.addTTL(ann)
-		rv, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
-			"labels":      map[string]string{taskmeta.LabelState: plan.Final.State},
-			"annotations": ann,
-		})
-		if apierrors.IsConflict(err) {
-			return conflicted, nil
-		}
-		if err != nil {
-			return finished, err
-		}
-		st.tell(ctx, rv, ended, now)
-		res.Ended = plan.Final.State
-		r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", plan.Final.State, "reason", plan.Final.Reason)
-		note := plan.Final.State
-		if plan.Final.Reason != "" {
-			note += ": " + strings.ReplaceAll(plan.Final.Reason, "\n", "; ")
-		}
-		r.kubeEvent(anchor, plan.Final.State != tesv1.StateComplete && plan.Final.State != tesv1.StateCanceled, ReasonEnded, "%s", note)
-		if plan.Release {
-			r.giveBackShare(ctx, anchor, obs.Event)
-		}
+		return st.end(ctx, rv, plan, ended, obs.Event, res)
+	}
+	if st.pvcGone && anchor.Annotations[taskmeta.AnnotationPVCLeft] != "" {
+		return st.forgetPVCLeft(ctx, rv)
+	}
+	return finished, nil
+}
+
+// takeShare holds the task's place in its owner's share of the cluster
+// (holdShare) before it starts. held: the task goes on, from the anchor's
+// version next; otherwise the step ends with out and err, and a task that
+// waits for its share says so in res.
+func (r *Runner) takeShare(ctx context.Context, anchor *corev1.ConfigMap, rv string, claim Claim, res *Result) (next string, held bool, out stepOutcome, err error) {
+	held, next, err = r.holdShare(ctx, anchor, rv, claim)
+	if apierrors.IsConflict(err) {
+		return "", false, conflicted, nil
+	}
+	if err != nil {
+		return "", false, finished, err
+	}
+	if !held {
+		res.State, res.Waiting = tesv1.StateQueued, true
+		res.Message = "the task waits for its owner's share of the cluster (" + r.Config.Quota.String() + ")"
+		r.log(ctx).Infow("Task waits for its owner's share", "task", anchor.Name, "owner", claim.Owner, "quota", r.Config.Quota.String())
+		return "", false, finished, nil
+	}
+	return next, true, finished, nil
+}
+
+// recordStart records the task's progress on its anchor (and that it waits
+// no more), the first time with a Kubernetes event, and tells of its start
+// (started, when not nil). The step goes on, from the anchor's version next,
+// when out is finished and err nil.
+func (st *step) recordStart(ctx context.Context, rv string, plan Plan, started *StateChange) (next string, out stepOutcome, err error) {
+	r, anchor := st.r, st.anchor
+	ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
+	plan.addTTL(ann)
+	lbl := map[string]any{taskmeta.LabelTask: anchor.Name}
+	if _, waited := anchor.Labels[taskmeta.LabelWaiting]; waited || plan.Claim != nil {
+		lbl[taskmeta.LabelWaiting] = nil // started: it waits no more
+	}
+	next, err = r.patchAnchor(ctx, anchor, rv, map[string]any{
+		"labels":      lbl,
+		"annotations": ann,
+	})
+	if apierrors.IsConflict(err) {
+		return "", conflicted, nil
+	}
+	if err != nil {
+		return "", finished, err
+	}
+	if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
+		r.kubeEvent(anchor, false, ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
+	}
+	if started != nil {
+		next = st.tell(ctx, next, []StateChange{*started}, r.now())
+	}
+	return next, finished, nil
+}
+
+// forgetPVCLeft takes off the anchor of an ended task the name of its PVC,
+// left at its end and gone now.
+func (st *step) forgetPVCLeft(ctx context.Context, rv string) (stepOutcome, error) {
+	r, anchor := st.r, st.anchor
+	_, err := r.patchAnchor(ctx, anchor, rv, map[string]any{"annotations": map[string]any{taskmeta.AnnotationPVCLeft: nil}})
+	if apierrors.IsConflict(err) {
+		return conflicted, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return finished, err
+	}
+	r.log(ctx).Infow("Deleted the PVC left at the task's end", "task", anchor.Name, "pvc", taskmeta.PVCName(anchor.Name))
+	return finished, nil
+}
+
+// end records the task's final state on its anchor (labelled with it, and
+// the PVC left, if any), tells of it (ended) with a Kubernetes event, and
+// gives back the owner's share when the plan says so.
+func (st *step) end(ctx context.Context, rv string, plan Plan, ended []StateChange, event string, res *Result) (stepOutcome, error) {
+	r, anchor, final := st.r, st.anchor, plan.Final
+	now := r.now()
+	ann := finalAnnotations(final, now)
+	if st.pvcLeft != "" {
+		// The sweep deletes it again (endedTask).
+		ann[taskmeta.AnnotationPVCLeft] = st.pvcLeft
+	}
+	plan.addTTL(ann)
+	rv, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
+		"labels":      map[string]string{taskmeta.LabelState: final.State},
+		"annotations": ann,
+	})
+	if apierrors.IsConflict(err) {
+		return conflicted, nil
+	}
+	if err != nil {
+		return finished, err
+	}
+	st.tell(ctx, rv, ended, now)
+	res.Ended = final.State
+	r.log(ctx).Infow("Task ended", "task", anchor.Name, "state", final.State, "reason", final.Reason)
+	note := final.State
+	if final.Reason != "" {
+		note += ": " + strings.ReplaceAll(final.Reason, "\n", "; ")
+	}
+	r.kubeEvent(anchor, final.State != tesv1.StateComplete && final.State != tesv1.StateCanceled, ReasonEnded, "%s", note)
+	if plan.Release {
+		r.giveBackShare(ctx, anchor, event)
 	}
 	return finished, nil
 }

@@ -52,6 +52,44 @@ const DefaultPageSize = 500
 // attempt started.
 func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interface) (SweepResult, error) {
 	res := SweepResult{Namespace: ns, Stepped: []Result{}}
+	jobsOf, err := r.listSweptJobs(ctx, ns)
+	if err != nil {
+		return res, err
+	}
+	podsOf, err := r.listPendingPods(ctx, ns)
+	if err != nil {
+		return res, err
+	}
+	// The owners' shares, listed before the anchors (settleShares).
+	var shares *shareSweep
+	if r.Config.Quota.On() {
+		if shares, err = r.listShares(ctx, ns); err != nil {
+			return res, err
+		}
+	}
+	found, err := r.sweepAnchors(ctx, ns, event, md, jobsOf, podsOf, shares)
+	if err != nil {
+		return res, err
+	}
+	res.Counts = found.counts
+	res.Tasks, res.Active = found.counts.Tasks(), found.counts.Active()
+
+	r.labelEnded(ctx, found.unlabelled)
+	r.payOwed(ctx, found.owing)
+
+	errs := r.stepDue(ctx, ns, event, found, &res)
+	if shares != nil {
+		stepped, failed := r.settleShares(ctx, ns, event, shares)
+		res.Stepped = append(res.Stepped, stepped...)
+		res.Failed += len(failed)
+		errs = append(errs, failed...)
+	}
+	return res, errors.Join(errs...)
+}
+
+// listSweptJobs lists the jobs of the namespace's tasks, by task, each kept
+// as much as a decision reads (sweptJob).
+func (r *Runner) listSweptJobs(ctx context.Context, ns string) (map[string][]sweptJob, error) {
 	jobsOf := map[string][]sweptJob{}
 	err := listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
@@ -67,14 +105,15 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		}
 		return list.Continue, nil
 	})
-	if err != nil {
-		return res, err
-	}
-	// Only pending pods can be due (they cannot start, or are not
-	// scheduled); a task found due is stepped from a fresh read of all its
-	// pods.
+	return jobsOf, err
+}
+
+// listPendingPods lists the pending pods of the namespace's tasks, by task.
+// Only pending pods can be due (they cannot start, or are not scheduled); a
+// task found due is stepped from a fresh read of all its pods.
+func (r *Runner) listPendingPods(ctx context.Context, ns string) (map[string][]*corev1.Pod, error) {
 	podsOf := map[string][]*corev1.Pod{}
-	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+	err := listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector, o.FieldSelector = taskLabelExists, "status.phase="+string(corev1.PodPending)
 		list, err := r.Client.CoreV1().Pods(ns).List(ctx, o)
 		if err != nil {
@@ -87,25 +126,28 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		}
 		return list.Continue, nil
 	})
-	if err != nil {
-		return res, err
-	}
+	return podsOf, err
+}
 
-	// The owners' shares, listed before the anchors (settleShares).
-	var shares *shareSweep
-	if r.Config.Quota.On() {
-		if shares, err = r.listShares(ctx, ns); err != nil {
-			return res, err
-		}
-	}
+// sweptAnchors is what a sweep found in the anchors: the tasks to submit
+// (unstarted) and to step (due), the ended tasks to label with their state
+// (unlabelled), those whose owners owe their share (owing), and the counts.
+type sweptAnchors struct {
+	unstarted, due    []string
+	unlabelled, owing []metav1.ObjectMeta
+	counts            *TaskCounts
+}
+
+// sweepAnchors lists the anchors' metadata a page at a time and decides on
+// each task (sweepPage) from it and its jobs and pods; the owners' shares,
+// when not nil, see each page.
+func (r *Runner) sweepAnchors(ctx context.Context, ns, event string, md metadata.Interface, jobsOf map[string][]sweptJob, podsOf map[string][]*corev1.Pod, shares *shareSweep) (sweptAnchors, error) {
 	now := r.now()
-	var due, unstarted []string
-	var unlabelled, owing []metav1.ObjectMeta
-	counts := NewTaskCounts()
+	found := sweptAnchors{counts: NewTaskCounts()}
 	if r.Config.MetricsUsers > 0 {
-		counts.Users = map[string]UserCounts{}
+		found.counts.Users = map[string]UserCounts{}
 	}
-	err = listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
+	err := listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = taskLabelExists
 		list, err := md.Resource(configMapsResource).Namespace(ns).List(ctx, o)
 		if err != nil {
@@ -115,10 +157,10 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		for i := range list.Items {
 			anchors[i] = list.Items[i].ObjectMeta
 		}
-		u, d, skipped := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, counts)
-		unstarted, due = append(unstarted, u...), append(due, d...)
-		unlabelled = append(unlabelled, endedUnlabelled(anchors)...)
-		owing = append(owing, owingAnchors(anchors)...)
+		u, d, skipped := sweepPage(anchors, jobsOf, podsOf, r.Config, now, event, found.counts)
+		found.unstarted, found.due = append(found.unstarted, u...), append(found.due, d...)
+		found.unlabelled = append(found.unlabelled, endedUnlabelled(anchors)...)
+		found.owing = append(found.owing, owingAnchors(anchors)...)
 		if shares != nil {
 			shares.see(anchors)
 		}
@@ -127,19 +169,15 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		}
 		return list.Continue, nil
 	})
-	if err != nil {
-		return res, err
-	}
-	res.Counts = counts
-	res.Tasks, res.Active = counts.Tasks(), counts.Active()
+	return found, err
+}
 
-	r.labelEnded(ctx, unlabelled)
-	r.payOwed(ctx, owing)
-
-	// Something is due: take the task's step as an event would, from a
-	// fresh read, so that a write never rests on the lists' snapshot.
+// stepDue submits the unstarted tasks and steps the due ones, as an event
+// would, each from a fresh read, so that a write never rests on the lists'
+// snapshot; it adds each step to res, and counts and returns the failures.
+func (r *Runner) stepDue(ctx context.Context, ns, event string, found sweptAnchors, res *SweepResult) []error {
 	var errs []error
-	for _, task := range unstarted {
+	for _, task := range found.unstarted {
 		// A task the TES API wrote whose task.submitted was lost: submit it.
 		step, err := r.Submit(ctx, ns, task, nil, event)
 		if err != nil {
@@ -150,7 +188,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		}
 		res.Stepped = append(res.Stepped, step)
 	}
-	for _, task := range due {
+	for _, task := range found.due {
 		step, err := r.Reconcile(ctx, ns, task, Options{Event: event, Pods: true})
 		if err != nil && !errors.Is(err, ErrUnknownTask) {
 			res.Failed++
@@ -160,13 +198,7 @@ func (r *Runner) Sweep(ctx context.Context, ns, event string, md metadata.Interf
 		}
 		res.Stepped = append(res.Stepped, step)
 	}
-	if shares != nil {
-		stepped, failed := r.settleShares(ctx, ns, event, shares)
-		res.Stepped = append(res.Stepped, stepped...)
-		res.Failed += len(failed)
-		errs = append(errs, failed...)
-	}
-	return res, errors.Join(errs...)
+	return errs
 }
 
 // labelBatch bounds how many anchors one sweep labels with their final
