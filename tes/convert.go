@@ -119,66 +119,18 @@ func Validate(t *tesv1.Task) error {
 		return bad("name: %d bytes, at most %d", len(t.Name), maxNameBytes)
 	}
 	for i, ex := range t.Executors {
-		f := fmt.Sprintf("executors[%d]", i)
-		if strings.TrimSpace(ex.Image) == "" {
-			return bad("%s.image: required", f)
-		}
-		if strings.ContainsAny(ex.Image, " \t\r\n") {
-			return bad("%s.image: %q contains white space", f, ex.Image)
-		}
-		if len(ex.Command) == 0 {
-			return bad("%s.command: required (at least the program to run)", f)
-		}
-		for name, p := range map[string]string{"workdir": ex.Workdir, "stdin": ex.Stdin, "stdout": ex.Stdout, "stderr": ex.Stderr} {
-			if p != "" && !path.IsAbs(p) {
-				return bad("%s.%s: %q is not an absolute path", f, name, p)
-			}
-		}
-		for k := range ex.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				return bad("%s.env: %q is not a variable name", f, k)
-			}
+		if err := validateExecutor(fmt.Sprintf("executors[%d]", i), ex); err != nil {
+			return err
 		}
 	}
 	for i, in := range t.Inputs {
-		f := fmt.Sprintf("inputs[%d]", i)
-		if err := taskspec.CheckPath(in.Path); err != nil {
-			return bad("%s.path: %v", f, err)
-		}
-		if err := taskspec.CheckType(in.Type); err != nil {
-			return bad("%s.type: %v", f, err)
-		}
-		if in.URL == "" && in.Content == "" {
-			return bad("%s: url or content is required", f)
-		}
-		if in.URL != "" {
-			if err := checkURL(in.URL); err != nil {
-				return bad("%s.url: %v", f, err)
-			}
-		}
-		if in.Content != "" && in.Type == taskspec.TypeDirectory {
-			return bad("%s.content: a DIRECTORY input takes a url, not content", f)
+		if err := validateInput(fmt.Sprintf("inputs[%d]", i), in); err != nil {
+			return err
 		}
 	}
 	for i, out := range t.Outputs {
-		f := fmt.Sprintf("outputs[%d]", i)
-		if err := taskspec.CheckPath(out.Path); err != nil {
-			return bad("%s.path: %v", f, err)
-		}
-		if err := taskspec.CheckType(out.Type); err != nil {
-			return bad("%s.type: %v", f, err)
-		}
-		if out.URL == "" {
-			return bad("%s.url: required", f)
-		}
-		if err := checkURL(out.URL); err != nil {
-			return bad("%s.url: %v", f, err)
-		}
-		if taskspec.IsPattern(out.Path, out.PathPrefix) && out.PathPrefix == "" {
-			return bad("%s.path_prefix: required, as the path %q has wildcards", f, out.Path)
-		}
-		if out.PathPrefix != "" && !path.IsAbs(out.PathPrefix) {
-			return bad("%s.path_prefix: %q is not an absolute path", f, out.PathPrefix)
+		if err := validateOutput(fmt.Sprintf("outputs[%d]", i), out); err != nil {
+			return err
 		}
 	}
 	for i, v := range t.Volumes {
@@ -187,19 +139,99 @@ func Validate(t *tesv1.Task) error {
 		}
 	}
 	if r := t.Resources; r != nil {
-		switch {
-		case r.CPUCores < 0:
-			return bad("resources.cpu_cores: %d is negative", r.CPUCores)
-		case r.RAMGB < 0 || math.IsNaN(r.RAMGB) || math.IsInf(r.RAMGB, 0):
-			return bad("resources.ram_gb: %v is not a size", r.RAMGB)
-		case r.DiskGB < 0 || math.IsNaN(r.DiskGB) || math.IsInf(r.DiskGB, 0):
-			return bad("resources.disk_gb: %v is not a size", r.DiskGB)
-		case r.RAMGB > 1<<20 || r.DiskGB > 1<<20:
-			return bad("resources: more than 1 PiB asked for")
+		if err := validateResources(*r); err != nil {
+			return err
 		}
 	}
 	if b, _ := json.Marshal(t.Tags); len(b) > maxTagsBytes {
 		return bad("tags: %d bytes of JSON, at most %d", len(b), maxTagsBytes)
+	}
+	return nil
+}
+
+// validateExecutor checks the executor f: an image, a command, absolute
+// paths and variable names.
+func validateExecutor(f string, ex tesv1.Executor) error {
+	if strings.TrimSpace(ex.Image) == "" {
+		return bad("%s.image: required", f)
+	}
+	if strings.ContainsAny(ex.Image, " \t\r\n") {
+		return bad("%s.image: %q contains white space", f, ex.Image)
+	}
+	if len(ex.Command) == 0 {
+		return bad("%s.command: required (at least the program to run)", f)
+	}
+	for name, p := range map[string]string{"workdir": ex.Workdir, "stdin": ex.Stdin, "stdout": ex.Stdout, "stderr": ex.Stderr} {
+		if p != "" && !path.IsAbs(p) {
+			return bad("%s.%s: %q is not an absolute path", f, name, p)
+		}
+	}
+	for k := range ex.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return bad("%s.env: %q is not a variable name", f, k)
+		}
+	}
+	return nil
+}
+
+// validateInput checks the input f: its path and type, and a URL or content
+// (not for a directory).
+func validateInput(f string, in tesv1.Input) error {
+	if err := taskspec.CheckPath(in.Path); err != nil {
+		return bad("%s.path: %v", f, err)
+	}
+	if err := taskspec.CheckType(in.Type); err != nil {
+		return bad("%s.type: %v", f, err)
+	}
+	if in.URL == "" && in.Content == "" {
+		return bad("%s: url or content is required", f)
+	}
+	if in.URL != "" {
+		if err := checkURL(in.URL); err != nil {
+			return bad("%s.url: %v", f, err)
+		}
+	}
+	if in.Content != "" && in.Type == taskspec.TypeDirectory {
+		return bad("%s.content: a DIRECTORY input takes a url, not content", f)
+	}
+	return nil
+}
+
+// validateOutput checks the output f: its path and type, its URL, and the
+// prefix a path with wildcards needs.
+func validateOutput(f string, out tesv1.Output) error {
+	if err := taskspec.CheckPath(out.Path); err != nil {
+		return bad("%s.path: %v", f, err)
+	}
+	if err := taskspec.CheckType(out.Type); err != nil {
+		return bad("%s.type: %v", f, err)
+	}
+	if out.URL == "" {
+		return bad("%s.url: required", f)
+	}
+	if err := checkURL(out.URL); err != nil {
+		return bad("%s.url: %v", f, err)
+	}
+	if taskspec.IsPattern(out.Path, out.PathPrefix) && out.PathPrefix == "" {
+		return bad("%s.path_prefix: required, as the path %q has wildcards", f, out.Path)
+	}
+	if out.PathPrefix != "" && !path.IsAbs(out.PathPrefix) {
+		return bad("%s.path_prefix: %q is not an absolute path", f, out.PathPrefix)
+	}
+	return nil
+}
+
+// validateResources checks the sizes a task asks for.
+func validateResources(r tesv1.Resources) error {
+	switch {
+	case r.CPUCores < 0:
+		return bad("resources.cpu_cores: %d is negative", r.CPUCores)
+	case r.RAMGB < 0 || math.IsNaN(r.RAMGB) || math.IsInf(r.RAMGB, 0):
+		return bad("resources.ram_gb: %v is not a size", r.RAMGB)
+	case r.DiskGB < 0 || math.IsNaN(r.DiskGB) || math.IsInf(r.DiskGB, 0):
+		return bad("resources.disk_gb: %v is not a size", r.DiskGB)
+	case r.RAMGB > 1<<20 || r.DiskGB > 1<<20:
+		return bad("resources: more than 1 PiB asked for")
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
@@ -70,9 +71,34 @@ func (s *Server) create(c echo.Context) error {
 	if limited, err := s.limitCreate(c, callerOf(c).Subject); limited {
 		return err
 	}
+	caller := callerOf(c)
+	t, ignored, err := s.readTask(c, caller)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	// done ends the create's place among its user's unfinished tasks
+	// (admitCreate): with the name written, or none if nothing was.
+	id, done, err := s.writeAnchor(c, t, ignored, caller)
+	if err != nil {
+		defer done("")
+		return s.fail(c, err)
+	}
+	defer done(id)
+	ctx := c.Request().Context()
+	s.Telemetry.TaskCreated(ctx)
+	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
+	s.post(ctx, "submit-"+id, events.NewTaskSubmitted(id, s.Config.Namespace))
+	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
+}
+
+// readTask reads the request's task and checks it: valid, within the
+// service's limits and the caller's share, with file URLs and an address
+// for its state changes the service takes, and its backend parameters,
+// those it ignores returned (and logged).
+func (s *Server) readTask(c echo.Context, caller Caller) (*tesv1.Task, []string, error) {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
 	if err != nil {
-		return s.fail(c, invalid.Errorf("reading the body: %v", err))
+		return nil, nil, invalid.Errorf("reading the body: %v", err)
 	}
 	t, err := DecodeTask(body)
 	if err == nil {
@@ -82,7 +108,7 @@ func (s *Server) create(c echo.Context) error {
 		err = s.Config.Limits.Check(t)
 	}
 	if err == nil {
-		err = s.checkShare(t, callerOf(c))
+		err = s.checkShare(t, caller)
 	}
 	if err == nil {
 		err = s.checkFileURLs(t)
@@ -91,71 +117,76 @@ func (s *Server) create(c echo.Context) error {
 		err = s.checkNotifyURL(t)
 	}
 	if err != nil {
-		return s.fail(c, err)
+		return nil, nil, err
 	}
 	ignored, err := CheckBackendParameters(t, s.Config.Steps.BackendParameters)
 	if err != nil {
-		return s.fail(c, err)
+		return nil, nil, err
 	}
 	if len(ignored) > 0 {
 		s.Log.Warnw("Unsupported backend parameters left out", "keys", ignored)
 	}
-	caller := callerOf(c)
 	if s.Config.Steps.UserSecretPrefix != "" && caller.Subject != "" {
 		// The transfer volume is one for all users: with credentials per
 		// user, a task of one could read another's files through it.
 		if err := refuseFileURLs(t, "this service keeps credentials per user (FILER_USER_SECRET_PREFIX), and its transfer volume is shared by all users"); err != nil {
-			return s.fail(c, err)
+			return nil, nil, err
 		}
 	}
+	return t, ignored, nil
+}
+
+// writeAnchor writes the task's anchor under a new id, drawn again when one
+// is taken, once admitted among the caller's unfinished tasks. done, never
+// nil, ends its place there (admitCreate) with the id written, or "".
+func (s *Server) writeAnchor(c echo.Context, t *tesv1.Task, ignored []string, caller Caller) (id string, done func(created string), err error) {
 	opts := s.Config.Convert
 	opts.User = caller.Label
 	if opts.DiskGB == 0 {
 		opts.DiskGB = s.Config.Steps.DefaultDiskGB
 	}
-	ctx := c.Request().Context()
-	var id string
-	// done ends the create's place among its user's unfinished tasks
-	// (admitCreate): with the name written, or none if nothing was.
-	done, created := func(string) {}, ""
-	defer func() { done(created) }()
+	done = func(string) {}
 	for attempt := 0; ; attempt++ {
 		id = taskmeta.NewID(s.now())
-		spec, raw, err := convert(t, id, opts)
+		cm, size, err := s.newAnchor(t, id, opts, ignored, caller)
 		if err != nil {
-			return s.fail(c, err)
+			return "", done, err
 		}
-		cm, err := BuildAnchor(s.Config.Namespace, id, t, raw, caller)
-		if err != nil {
-			return s.fail(c, err)
-		}
-		noteIgnored(cm, ignored)
-		// What the task will keep in etcd, which the user's bound of
-		// bytes counts: its anchor, its Jobs, Pods, PVC and Events.
-		size := recordFootprint(cm, spec, jobspec.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
 		if attempt == 0 {
 			// The user's bounds, counted with the creates this process
 			// is writing; its place is held until the write ends.
 			admitted, err := s.admitCreate(c, caller.Label, id, size)
 			if err != nil {
-				return s.fail(c, err)
+				return "", done, err
 			}
 			done = admitted
 		}
-		err = s.store().CreateAnchor(ctx, cm)
+		err = s.store().CreateAnchor(c.Request().Context(), cm)
 		if apierrors.IsAlreadyExists(err) && attempt < maxCreateAttempts {
 			continue
 		}
 		if err != nil {
-			return s.fail(c, err)
+			return "", done, err
 		}
-		break
+		return id, done, nil
 	}
-	created = id
-	s.Telemetry.TaskCreated(ctx)
-	s.Log.With(telemetry.LogFields(ctx)...).Infow("Task created", "task", id, "name", t.Name, "creator", caller.Subject)
-	s.post(ctx, "submit-"+id, events.NewTaskSubmitted(id, s.Config.Namespace))
-	return c.JSON(http.StatusOK, tesv1.CreateTaskResponse{ID: id})
+}
+
+// newAnchor is the task's anchor under the id, noting the backend
+// parameters ignored, and the bytes the task will keep in etcd, which the
+// user's bound of bytes counts: its anchor, its Jobs, Pods, PVC and Events.
+func (s *Server) newAnchor(t *tesv1.Task, id string, opts ConvertOptions, ignored []string, caller Caller) (*corev1.ConfigMap, int64, error) {
+	spec, raw, err := convert(t, id, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	cm, err := BuildAnchor(s.Config.Namespace, id, t, raw, caller)
+	if err != nil {
+		return nil, 0, err
+	}
+	noteIgnored(cm, ignored)
+	size := recordFootprint(cm, spec, jobspec.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
+	return cm, size, nil
 }
 
 // sinkToken is the OIDC token to send with an event (events.SinkToken);

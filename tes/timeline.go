@@ -62,20 +62,53 @@ type stepTimes struct {
 // container started, to its end.
 func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, kubeEvents []TaskKubeEvent) []TaskStep {
 	id := anchor.Name
-	prog, _ := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
-	ended, _ := time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded])
-	finalState := anchor.Annotations[taskmeta.AnnotationState]
-
-	byPart := map[string]*batchv1.Job{}
+	tl := timeline{
+		id:         id,
+		finalState: anchor.Annotations[taskmeta.AnnotationState],
+		byPart:     map[string]*batchv1.Job{},
+		pods:       pods,
+		events:     readTaskEvents(id, kubeEvents),
+	}
+	tl.prog, _ = taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
+	tl.ended, _ = time.Parse(time.RFC3339, anchor.Annotations[taskmeta.AnnotationEnded])
 	for i := range jobs {
 		if t, part, ok := taskmeta.SplitJobName(jobs[i].Name); ok && t == id {
-			byPart[part] = &jobs[i]
+			tl.byPart[part] = &jobs[i]
 		}
 	}
-	// What the task's own Events tell: its start; each job's creation,
-	// failure and deletion.
-	var taskStarted time.Time
-	created, failed, deleted := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	parts := tl.prog.Parts
+	if len(parts) == 0 {
+		parts = tl.prog.Started
+	}
+	out := make([]TaskStep, 0, len(parts))
+	for _, part := range parts {
+		out = append(out, tl.step(part))
+	}
+	return out
+}
+
+// timeline is what Timeline derives the steps from: the task's anchor (its
+// progress, end and final state), its jobs by part and its pods, and what
+// its Events tell.
+type timeline struct {
+	id, finalState string
+	prog           taskmeta.Progress
+	ended          time.Time
+	byPart         map[string]*batchv1.Job
+	pods           []corev1.Pod
+	events         taskEvents
+}
+
+// taskEvents are what a task's own Events tell: its start; each job's
+// creation, failure and deletion, by part.
+type taskEvents struct {
+	started                  time.Time
+	created, failed, deleted map[string]time.Time
+}
+
+// readTaskEvents reads the Events of the task id's anchor.
+func readTaskEvents(id string, kubeEvents []TaskKubeEvent) taskEvents {
+	ev := taskEvents{created: map[string]time.Time{}, failed: map[string]time.Time{}, deleted: map[string]time.Time{}}
 	for _, e := range kubeEvents {
 		if e.Object != "ConfigMap/"+id {
 			continue
@@ -84,8 +117,8 @@ func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, k
 		if at.IsZero() {
 			at, _ = time.Parse(time.RFC3339Nano, e.Time)
 		}
-		if e.Reason == steps.ReasonStarted && taskStarted.IsZero() {
-			taskStarted = at
+		if e.Reason == steps.ReasonStarted && ev.started.IsZero() {
+			ev.started = at
 		}
 		job, ok := taskmeta.ParseJobNote(e.Message)
 		if !ok {
@@ -97,86 +130,99 @@ func Timeline(anchor metav1.ObjectMeta, jobs []batchv1.Job, pods []corev1.Pod, k
 		}
 		switch e.Reason {
 		case steps.ReasonJobCreated:
-			if _, seen := created[part]; !seen {
-				created[part] = at
+			if _, seen := ev.created[part]; !seen {
+				ev.created[part] = at
 			}
 		case steps.ReasonJobFailed:
-			failed[part] = at
+			ev.failed[part] = at
 		case steps.ReasonJobDeleted:
-			deleted[part] = at
+			ev.deleted[part] = at
 		}
 	}
+	return ev
+}
 
-	parts := prog.Parts
-	if len(parts) == 0 {
-		parts = prog.Started
+// step is the part's step: its kind, why the service ended it, and its
+// status and times from the volume's, its job's or, when that is gone,
+// the Events'.
+func (tl *timeline) step(part string) TaskStep {
+	st := TaskStep{Part: part, Name: taskmeta.ObjectName(tl.id, part)}
+	st.Kind, st.Executor = stepKind(part)
+	if reason, ok := tl.prog.EndedReason(part); ok {
+		st.Reason = reason
 	}
-	out := make([]TaskStep, 0, len(parts))
-	for _, part := range parts {
-		st := TaskStep{Part: part, Name: taskmeta.ObjectName(id, part)}
-		switch {
-		case part == taskmeta.PartPVC:
-			st.Kind = StepVolume
-		case part == taskmeta.PartInputsFiler:
-			st.Kind = StepInputs
-		case part == taskmeta.PartOutputsFiler:
-			st.Kind = StepOutputs
-		default:
-			st.Kind = StepExecutor
-			if i, ok := taskmeta.ExecutorIndex(part); ok {
-				st.Executor = &i
-			}
+	if !tl.prog.IsStarted(part) {
+		st.Status = StepPending
+		if tl.finalState != "" {
+			st.Status = StepSkipped
 		}
-		if reason, ok := prog.EndedReason(part); ok {
-			st.Reason = reason
-		}
-		if !prog.IsStarted(part) {
-			st.Status = StepPending
-			if finalState != "" {
-				st.Status = StepSkipped
-			}
-			out = append(out, st)
-			continue
-		}
-		var tt stepTimes
-		if part == taskmeta.PartPVC {
-			tt.created = taskStarted
-			if tt.created.IsZero() {
-				tt.created = firstJobTime(byPart, created)
-			}
-			tt.started = tt.created
-			st.Status = StepRunning
-			if !ended.IsZero() {
-				tt.ended, st.Status = ended, StepSucceeded
-			}
-		} else if j := byPart[part]; j != nil {
-			tt.created = created[part]
-			if tt.created.IsZero() {
-				tt.created = j.CreationTimestamp.Time
-			}
-			jobTimes(&st, &tt, j, podsOf(pods, j.Name))
-		} else {
-			// Gone: deleted by the service, or with its task.
-			tt.created = created[part]
-			switch {
-			case !deleted[part].IsZero():
-				st.Status, tt.ended = StepDeleted, deleted[part]
-			case prog.IsDone(part):
-				st.Status = StepSucceeded
-			case !failed[part].IsZero():
-				st.Status, tt.ended = StepFailed, failed[part]
-			default:
-				st.Status = StepDeleted
-			}
-			if tt.ended.IsZero() {
-				tt.ended = ended
-			}
-		}
-		tt.clamp()
-		st.Created, st.Started, st.Ended = formatTime(tt.created), formatTime(tt.started), formatTime(tt.ended)
-		out = append(out, st)
+		return st
 	}
-	return out
+	var tt stepTimes
+	if part == taskmeta.PartPVC {
+		tl.volumeTimes(&st, &tt)
+	} else if j := tl.byPart[part]; j != nil {
+		tt.created = tl.events.created[part]
+		if tt.created.IsZero() {
+			tt.created = j.CreationTimestamp.Time
+		}
+		jobTimes(&st, &tt, j, podsOf(tl.pods, j.Name))
+	} else {
+		tl.goneJobTimes(&st, &tt, part)
+	}
+	tt.clamp()
+	st.Created, st.Started, st.Ended = formatTime(tt.created), formatTime(tt.started), formatTime(tt.ended)
+	return st
+}
+
+// stepKind is the kind of a part's step, and an executor's index.
+func stepKind(part string) (kind string, executor *int) {
+	switch part {
+	case taskmeta.PartPVC:
+		return StepVolume, nil
+	case taskmeta.PartInputsFiler:
+		return StepInputs, nil
+	case taskmeta.PartOutputsFiler:
+		return StepOutputs, nil
+	}
+	if i, ok := taskmeta.ExecutorIndex(part); ok {
+		return StepExecutor, &i
+	}
+	return StepExecutor, nil
+}
+
+// volumeTimes: the volume runs from the task's start (else its first job's
+// creation) to its end.
+func (tl *timeline) volumeTimes(st *TaskStep, tt *stepTimes) {
+	tt.created = tl.events.started
+	if tt.created.IsZero() {
+		tt.created = firstJobTime(tl.byPart, tl.events.created)
+	}
+	tt.started = tt.created
+	st.Status = StepRunning
+	if !tl.ended.IsZero() {
+		tt.ended, st.Status = tl.ended, StepSucceeded
+	}
+}
+
+// goneJobTimes are the times of a job that is gone, deleted by the service
+// or with its task, from the Events and the progress.
+func (tl *timeline) goneJobTimes(st *TaskStep, tt *stepTimes, part string) {
+	ev := tl.events
+	tt.created = ev.created[part]
+	switch {
+	case !ev.deleted[part].IsZero():
+		st.Status, tt.ended = StepDeleted, ev.deleted[part]
+	case tl.prog.IsDone(part):
+		st.Status = StepSucceeded
+	case !ev.failed[part].IsZero():
+		st.Status, tt.ended = StepFailed, ev.failed[part]
+	default:
+		st.Status = StepDeleted
+	}
+	if tt.ended.IsZero() {
+		tt.ended = tl.ended
+	}
 }
 
 // firstJobTime is the earliest job creation the Events tell, else the
