@@ -28,6 +28,10 @@ func loadNetrc(file string) (*netrc, error) {
 // parseNetrc reads the tokens of a netrc file: machine NAME, default, login,
 // password, account, and macdef NAME (whose body runs to an empty line).
 func parseNetrc(data string) (*netrc, error) {
+	toks, err := netrcTokens(data)
+	if err != nil {
+		return nil, err
+	}
 	n := &netrc{machines: map[string]netrcEntry{}}
 	var cur *netrcEntry
 	var curHost string
@@ -43,35 +47,6 @@ func parseNetrc(data string) (*netrc, error) {
 			n.machines[curHost] = *cur
 		}
 		cur = nil
-	}
-	sc := bufio.NewScanner(strings.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	var toks []string
-	inMacro := false
-	for sc.Scan() {
-		line := sc.Text()
-		if inMacro {
-			if strings.TrimSpace(line) == "" {
-				inMacro = false
-			}
-			continue
-		}
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
-		}
-		fields := strings.Fields(line)
-		for i := 0; i < len(fields); i++ {
-			if fields[i] == "macdef" {
-				// The rest of this line names the macro; its body follows.
-				toks = append(toks, fields[i:]...)
-				inMacro = true
-				break
-			}
-			toks = append(toks, fields[i])
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -115,6 +90,41 @@ func parseNetrc(data string) (*netrc, error) {
 	}
 	flush()
 	return n, nil
+}
+
+// netrcTokens are the words of a netrc file, its comment lines and the
+// bodies of its macros (after "macdef NAME", to an empty line) left out.
+func netrcTokens(data string) ([]string, error) {
+	sc := bufio.NewScanner(strings.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var toks []string
+	inMacro := false
+	for sc.Scan() {
+		line := sc.Text()
+		if inMacro {
+			if strings.TrimSpace(line) == "" {
+				inMacro = false
+			}
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		for i := 0; i < len(fields); i++ {
+			if fields[i] == "macdef" {
+				// The rest of this line names the macro; its body follows.
+				toks = append(toks, fields[i:]...)
+				inMacro = true
+				break
+			}
+			toks = append(toks, fields[i])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return toks, nil
 }
 
 // lookup returns the credentials for a host (a name without port).

@@ -68,21 +68,61 @@ func firstFailure(fs []failure) error {
 // order of the outputs (and of the files of each), for
 // taskspec.FormatOutputFileLogs.
 func Run(ctx context.Context, mode string, task *taskspec.Task, opts Options) ([]taskspec.UploadedFile, error) {
-	if mode != ModeInputs && mode != ModeOutputs {
-		return nil, fmt.Errorf("mode %q is neither %q nor %q", mode, ModeInputs, ModeOutputs)
-	}
-	if task == nil {
-		return nil, errors.New("no task")
-	}
-	if err := task.Validate(); err != nil {
+	if err := checkRun(mode, task); err != nil {
 		return nil, err
 	}
-	if mode == ModeOutputs {
-		if err := task.Refusal(); err != nil {
-			return nil, err
+	r, err := newRunner(mode, task, opts.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(r.opts.TaskDir)
+	if err != nil {
+		return nil, fmt.Errorf("task directory: %v", err)
+	}
+	r.root = root
+	defer root.Close()
+	defer r.closeTransports()
+
+	start := time.Now()
+	n, err := r.transfer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.log.Debug("done", "mode", mode, "files", n, "seconds", time.Since(start).Seconds())
+	if mode == ModeInputs {
+		return nil, nil
+	}
+	files := make([]taskspec.UploadedFile, 0, len(r.uploaded))
+	for seq := range n {
+		if f, ok := r.uploaded[seq]; ok {
+			files = append(files, f)
 		}
 	}
-	opts = opts.withDefaults()
+	return files, nil
+}
+
+// checkRun refuses a mode other than inputs and outputs, and a task that is
+// not valid, or whose outputs the filer refuses to upload.
+func checkRun(mode string, task *taskspec.Task) error {
+	if mode != ModeInputs && mode != ModeOutputs {
+		return fmt.Errorf("mode %q is neither %q nor %q", mode, ModeInputs, ModeOutputs)
+	}
+	if task == nil {
+		return errors.New("no task")
+	}
+	if err := task.Validate(); err != nil {
+		return err
+	}
+	if mode == ModeOutputs {
+		return task.Refusal()
+	}
+	return nil
+}
+
+// newRunner is a run of the filer whose errors leave out the secrets it
+// knows of: the URLs' credentials, the FTP password, the AWS secret key and
+// the passwords of the netrc file, read when a URL needs it.
+func newRunner(mode string, task *taskspec.Task, opts Options) (*runner, error) {
 	r := &runner{
 		mode:       mode,
 		task:       task,
@@ -110,26 +150,28 @@ func Run(ctx context.Context, mode string, task *taskspec.Task, opts Options) ([
 			r.scrub.add(p)
 		}
 	}
-	root, err := os.OpenRoot(opts.TaskDir)
-	if err != nil {
-		return nil, fmt.Errorf("task directory: %v", err)
-	}
-	r.root = root
-	defer root.Close()
-	defer func() {
-		for _, t := range r.transports {
-			if c, ok := t.(closer); ok {
-				c.close()
-			}
-		}
-	}()
+	return r, nil
+}
 
-	start := time.Now()
+// closeTransports closes the transports the run made that hold a
+// connection.
+func (r *runner) closeTransports() {
+	for _, t := range r.transports {
+		if c, ok := t.(closer); ok {
+			c.close()
+		}
+	}
+}
+
+// transfer plans the jobs and runs them, opts.Parallelism at once; the
+// first failure (or a plan's) cancels the rest, and the earliest failure is
+// the error (firstFailure). n is how many jobs were planned.
+func (r *runner) transfer(ctx context.Context) (n int, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan job, opts.Parallelism)
+	jobs := make(chan job, r.opts.Parallelism)
 	var wg sync.WaitGroup
-	for range opts.Parallelism {
+	for range r.opts.Parallelism {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -144,7 +186,7 @@ func Run(ctx context.Context, mode string, task *taskspec.Task, opts Options) ([
 			}
 		}()
 	}
-	n := r.plan(ctx, jobs)
+	n = r.plan(ctx, jobs)
 	r.mu.Lock()
 	planFailed := len(r.failures) > 0
 	r.mu.Unlock()
@@ -156,22 +198,12 @@ func Run(ctx context.Context, mode string, task *taskspec.Task, opts Options) ([
 	close(jobs)
 	wg.Wait()
 	if err := firstFailure(r.failures); err != nil {
-		return nil, err
+		return n, err
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%s: %v", mode, context.Cause(ctx))
+		return n, fmt.Errorf("%s: %v", r.mode, context.Cause(ctx))
 	}
-	r.log.Debug("done", "mode", mode, "files", n, "seconds", time.Since(start).Seconds())
-	if mode == ModeInputs {
-		return nil, nil
-	}
-	files := make([]taskspec.UploadedFile, 0, len(r.uploaded))
-	for seq := range n {
-		if f, ok := r.uploaded[seq]; ok {
-			files = append(files, f)
-		}
-	}
-	return files, nil
+	return n, nil
 }
 
 // needsNetrc reports whether a URL the run moves is http(s) or ftp, the
