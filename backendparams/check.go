@@ -49,104 +49,135 @@ func (c *Config) Check(params map[string]string, strict bool) (accepted map[stri
 // configuration changed since refuses the task rather than place it
 // otherwise. The error names the key and what is allowed.
 func (c *Config) Resolve(params map[string]string) (Pods, error) {
-	var p Pods
-	place := func(key string, pl Placement) error {
-		for _, k := range slices.Sorted(maps.Keys(pl.NodeSelector)) {
-			v := pl.NodeSelector[k]
-			if old, ok := p.NodeSelector[k]; ok && old != v {
-				return fmt.Errorf("%s.%s: its node selector asks for %s=%s, where another parameter asks for %s=%s", field, key, k, v, k, old)
-			}
-			if p.NodeSelector == nil {
-				p.NodeSelector = map[string]string{}
-			}
-			p.NodeSelector[k] = v
-		}
-		for _, t := range pl.Tolerations {
-			if !slices.ContainsFunc(p.Tolerations, func(o corev1.Toleration) bool {
-				return o.MatchToleration(&t) && ptrEqual(o.TolerationSeconds, t.TolerationSeconds)
-			}) {
-				p.Tolerations = append(p.Tolerations, t)
-			}
-		}
-		return nil
-	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if !c.Supports(k) {
 			return Pods{}, fmt.Errorf("%s: %q is not supported by this service's configuration (supported: %s)", field, k, listOr(c.Keys(), "none"))
 		}
 	}
-	if v, ok := params[KeyNodePool]; ok {
-		pl, found := c.NodePool.Pools[v]
-		if !found {
-			return Pods{}, notAllowed(KeyNodePool, v, slices.Sorted(maps.Keys(c.NodePool.Pools)))
-		}
-		if err := place(KeyNodePool, pl); err != nil {
+	var p Pods
+	for _, resolve := range []func(map[string]string, *Pods) error{c.resolveNodePool, c.resolvePreemptible, c.resolveGPU, c.resolveLists} {
+		if err := resolve(params, &p); err != nil {
 			return Pods{}, err
 		}
 	}
-	if v, ok := params[KeyPreemptible]; ok {
-		var pl *Placement
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "true":
-			pl = c.Preemptible.True
-		case "false":
-			pl = c.Preemptible.False
-		default:
-			return Pods{}, notAllowed(KeyPreemptible, v, []string{"true", "false"})
+	return p, nil
+}
+
+// place adds a parameter's placement (key's) to the pods': its node
+// selector, which may not ask for another value of a label another
+// parameter set, and its tolerations, without repeats.
+func (p *Pods) place(key string, pl Placement) error {
+	for _, k := range slices.Sorted(maps.Keys(pl.NodeSelector)) {
+		v := pl.NodeSelector[k]
+		if old, ok := p.NodeSelector[k]; ok && old != v {
+			return fmt.Errorf("%s.%s: its node selector asks for %s=%s, where another parameter asks for %s=%s", field, key, k, v, k, old)
 		}
-		if pl != nil {
-			if err := place(KeyPreemptible, *pl); err != nil {
-				return Pods{}, err
-			}
+		if p.NodeSelector == nil {
+			p.NodeSelector = map[string]string{}
+		}
+		p.NodeSelector[k] = v
+	}
+	for _, t := range pl.Tolerations {
+		if !slices.ContainsFunc(p.Tolerations, func(o corev1.Toleration) bool {
+			return o.MatchToleration(&t) && ptrEqual(o.TolerationSeconds, t.TolerationSeconds)
+		}) {
+			p.Tolerations = append(p.Tolerations, t)
 		}
 	}
+	return nil
+}
+
+// resolveNodePool places the pods on the node pool named, one of the
+// configuration's.
+func (c *Config) resolveNodePool(params map[string]string, p *Pods) error {
+	v, ok := params[KeyNodePool]
+	if !ok {
+		return nil
+	}
+	pl, found := c.NodePool.Pools[v]
+	if !found {
+		return notAllowed(KeyNodePool, v, slices.Sorted(maps.Keys(c.NodePool.Pools)))
+	}
+	return p.place(KeyNodePool, pl)
+}
+
+// resolvePreemptible places the pods as the configuration says for true or
+// false, if it says anything.
+func (c *Config) resolvePreemptible(params map[string]string, p *Pods) error {
+	v, ok := params[KeyPreemptible]
+	if !ok {
+		return nil
+	}
+	var pl *Placement
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		pl = c.Preemptible.True
+	case "false":
+		pl = c.Preemptible.False
+	default:
+		return notAllowed(KeyPreemptible, v, []string{"true", "false"})
+	}
+	if pl == nil {
+		return nil
+	}
+	return p.place(KeyPreemptible, *pl)
+}
+
+// resolveGPU sets the number of GPUs, up to the configuration's most, and
+// their type (one of its types, given with a number, else its default),
+// placed where that type is.
+func (c *Config) resolveGPU(params map[string]string, p *Pods) error {
 	count, hasCount := params[KeyGPUCount]
 	typ, hasType := params[KeyGPUType]
 	if hasCount {
 		n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
 		if err != nil || n < 0 || n > c.GPU.Max {
-			return Pods{}, fmt.Errorf("%s.%s: %q is not a whole number from 0 to %d", field, KeyGPUCount, count, c.GPU.Max)
+			return fmt.Errorf("%s.%s: %q is not a whole number from 0 to %d", field, KeyGPUCount, count, c.GPU.Max)
 		}
 		p.GPUCount = n
 	}
 	if hasType {
 		if !hasCount {
-			return Pods{}, fmt.Errorf("%s.%s: %q without %s: set the number of GPUs too", field, KeyGPUType, typ, KeyGPUCount)
+			return fmt.Errorf("%s.%s: %q without %s: set the number of GPUs too", field, KeyGPUType, typ, KeyGPUCount)
 		}
 		if _, ok := c.GPU.Types[typ]; !ok {
-			return Pods{}, notAllowed(KeyGPUType, typ, slices.Sorted(maps.Keys(c.GPU.Types)))
+			return notAllowed(KeyGPUType, typ, slices.Sorted(maps.Keys(c.GPU.Types)))
 		}
 	}
-	if p.GPUCount > 0 {
-		if !hasType {
-			typ = c.GPU.Default
-		}
-		p.GPU = corev1.ResourceName(typ)
-		if err := place(KeyGPUType, c.GPU.Types[typ]); err != nil {
-			return Pods{}, err
-		}
+	if p.GPUCount == 0 {
+		return nil
 	}
+	if !hasType {
+		typ = c.GPU.Default
+	}
+	p.GPU = corev1.ResourceName(typ)
+	return p.place(KeyGPUType, c.GPU.Types[typ])
+}
+
+// resolveLists sets the zones, the service account and the image pull
+// secrets, each among the values the configuration allows.
+func (c *Config) resolveLists(params map[string]string, p *Pods) error {
 	if v, ok := params[KeyZones]; ok {
 		zones, err := list(KeyZones, v, c.Zones.Allowed)
 		if err != nil {
-			return Pods{}, err
+			return err
 		}
 		p.Zones = zones
 	}
 	if v, ok := params[KeyServiceAccount]; ok {
 		if !slices.Contains(c.ServiceAccount.Allowed, v) {
-			return Pods{}, notAllowed(KeyServiceAccount, v, c.ServiceAccount.Allowed)
+			return notAllowed(KeyServiceAccount, v, c.ServiceAccount.Allowed)
 		}
 		p.ServiceAccount = v
 	}
 	if v, ok := params[KeyImagePullSecrets]; ok {
 		secrets, err := list(KeyImagePullSecrets, v, c.ImagePullSecrets.Allowed)
 		if err != nil {
-			return Pods{}, err
+			return err
 		}
 		p.ImagePullSecrets = secrets
 	}
-	return p, nil
+	return nil
 }
 
 // list reads a comma-separated list of allowed values, without repeats.

@@ -103,61 +103,14 @@ func Parse(doc []byte) (*Config, error) {
 // validate checks every section of the configuration, naming the field at
 // fault, and sets gpu.default when there is one type only.
 func (c *Config) validate() error {
-	if p := c.NodePool; p != nil {
-		if len(p.Pools) == 0 {
-			return fmt.Errorf("node_pool.pools: at least one pool is required")
-		}
-		for _, name := range slices.Sorted(maps.Keys(p.Pools)) {
-			if name == "" || strings.ContainsAny(name, ", \t\r\n") {
-				return fmt.Errorf("node_pool.pools: %q is not a pool name (no spaces or commas)", name)
-			}
-			pl := p.Pools[name]
-			if len(pl.NodeSelector) == 0 && len(pl.Tolerations) == 0 {
-				return fmt.Errorf("node_pool.pools.%s: a node selector or tolerations are required", name)
-			}
-			if err := pl.validate("node_pool.pools." + name); err != nil {
-				return err
-			}
-		}
+	if err := c.NodePool.validate(); err != nil {
+		return err
 	}
-	if p := c.Preemptible; p != nil {
-		if p.True == nil || len(p.True.NodeSelector) == 0 && len(p.True.Tolerations) == 0 {
-			return fmt.Errorf(`preemptible.true: a node selector or tolerations are required`)
-		}
-		if err := p.True.validate("preemptible.true"); err != nil {
-			return err
-		}
-		if p.False != nil {
-			if err := p.False.validate("preemptible.false"); err != nil {
-				return err
-			}
-		}
+	if err := c.Preemptible.validate(); err != nil {
+		return err
 	}
-	if g := c.GPU; g != nil {
-		if len(g.Types) == 0 {
-			return fmt.Errorf("gpu.types: at least one extended resource name is required (e.g. nvidia.com/gpu)")
-		}
-		for _, name := range slices.Sorted(maps.Keys(g.Types)) {
-			if err := extendedResource(name); err != nil {
-				return fmt.Errorf("gpu.types: %q %v", name, err)
-			}
-			if err := g.Types[name].validate("gpu.types." + name); err != nil {
-				return err
-			}
-		}
-		switch {
-		case g.Default == "" && len(g.Types) == 1:
-			g.Default = slices.Collect(maps.Keys(g.Types))[0]
-		case g.Default == "":
-			return fmt.Errorf("gpu.default: required with more than one type (one of %s)", strings.Join(slices.Sorted(maps.Keys(g.Types)), ", "))
-		default:
-			if _, ok := g.Types[g.Default]; !ok {
-				return fmt.Errorf("gpu.default: %q is not one of gpu.types (%s)", g.Default, strings.Join(slices.Sorted(maps.Keys(g.Types)), ", "))
-			}
-		}
-		if g.Max < 1 || g.Max > maxGPUCount {
-			return fmt.Errorf("gpu.max: %d is not a whole number from 1 to %d", g.Max, maxGPUCount)
-		}
+	if err := c.GPU.validate(); err != nil {
+		return err
 	}
 	lists := []struct {
 		name  string
@@ -169,19 +122,104 @@ func (c *Config) validate() error {
 		{KeyImagePullSecrets, c.ImagePullSecrets, validation.IsDNS1123Subdomain},
 	}
 	for _, l := range lists {
-		if l.list == nil {
-			continue
+		if err := l.list.validate(l.name, l.check); err != nil {
+			return err
 		}
-		if len(l.list.Allowed) == 0 {
-			return fmt.Errorf("%s.allowed: at least one value is required", l.name)
+	}
+	return nil
+}
+
+// validate checks the node pools, when configured: at least one, each
+// named without spaces or commas and placing pods somewhere.
+func (p *NodePools) validate() error {
+	if p == nil {
+		return nil
+	}
+	if len(p.Pools) == 0 {
+		return fmt.Errorf("node_pool.pools: at least one pool is required")
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Pools)) {
+		if name == "" || strings.ContainsAny(name, ", \t\r\n") {
+			return fmt.Errorf("node_pool.pools: %q is not a pool name (no spaces or commas)", name)
 		}
-		for i, v := range l.list.Allowed {
-			if v == "" || strings.Contains(v, ",") {
-				return fmt.Errorf("%s.allowed[%d]: %q is empty or holds a comma", l.name, i, v)
-			}
-			if errs := l.check(v); len(errs) > 0 {
-				return fmt.Errorf("%s.allowed[%d]: %q: %s", l.name, i, v, strings.Join(errs, "; "))
-			}
+		pl := p.Pools[name]
+		if len(pl.NodeSelector) == 0 && len(pl.Tolerations) == 0 {
+			return fmt.Errorf("node_pool.pools.%s: a node selector or tolerations are required", name)
+		}
+		if err := pl.validate("node_pool.pools." + name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks the placements of preemptible, when configured: true's
+// is required, false's optional.
+func (p *Preemptible) validate() error {
+	if p == nil {
+		return nil
+	}
+	if p.True == nil || len(p.True.NodeSelector) == 0 && len(p.True.Tolerations) == 0 {
+		return fmt.Errorf(`preemptible.true: a node selector or tolerations are required`)
+	}
+	if err := p.True.validate("preemptible.true"); err != nil {
+		return err
+	}
+	if p.False != nil {
+		return p.False.validate("preemptible.false")
+	}
+	return nil
+}
+
+// validate checks the GPUs, when configured: their types (extended
+// resources, with their placements), the default type, which one type
+// alone makes, and the most a task may ask for.
+func (g *GPU) validate() error {
+	if g == nil {
+		return nil
+	}
+	if len(g.Types) == 0 {
+		return fmt.Errorf("gpu.types: at least one extended resource name is required (e.g. nvidia.com/gpu)")
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.Types)) {
+		if err := extendedResource(name); err != nil {
+			return fmt.Errorf("gpu.types: %q %v", name, err)
+		}
+		if err := g.Types[name].validate("gpu.types." + name); err != nil {
+			return err
+		}
+	}
+	switch {
+	case g.Default == "" && len(g.Types) == 1:
+		g.Default = slices.Collect(maps.Keys(g.Types))[0]
+	case g.Default == "":
+		return fmt.Errorf("gpu.default: required with more than one type (one of %s)", strings.Join(slices.Sorted(maps.Keys(g.Types)), ", "))
+	default:
+		if _, ok := g.Types[g.Default]; !ok {
+			return fmt.Errorf("gpu.default: %q is not one of gpu.types (%s)", g.Default, strings.Join(slices.Sorted(maps.Keys(g.Types)), ", "))
+		}
+	}
+	if g.Max < 1 || g.Max > maxGPUCount {
+		return fmt.Errorf("gpu.max: %d is not a whole number from 1 to %d", g.Max, maxGPUCount)
+	}
+	return nil
+}
+
+// validate checks the list of allowed values of the parameter name, when
+// configured: at least one, none empty or with a comma, each passing check.
+func (l *AllowList) validate(name string, check func(string) []string) error {
+	if l == nil {
+		return nil
+	}
+	if len(l.Allowed) == 0 {
+		return fmt.Errorf("%s.allowed: at least one value is required", name)
+	}
+	for i, v := range l.Allowed {
+		if v == "" || strings.Contains(v, ",") {
+			return fmt.Errorf("%s.allowed[%d]: %q is empty or holds a comma", name, i, v)
+		}
+		if errs := check(v); len(errs) > 0 {
+			return fmt.Errorf("%s.allowed[%d]: %q: %s", name, i, v, strings.Join(errs, "; "))
 		}
 	}
 	return nil
