@@ -14,6 +14,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
 	"knative.dev/pkg/signals"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
@@ -150,17 +153,10 @@ func run(args []string, getenv func(string) string) error {
 	log := cmdutil.NewLogger("handler", o.debug)
 	defer func() { _ = log.Sync() }()
 
-	// The pod timeout is the flag's (POD_TIMEOUT its default). A
-	// configuration of the backend parameters that does not parse stops
-	// the handler: ignored, it would place tasks otherwise than asked.
-	cfg, err := steps.FromEnv(getenv, log, &o.podTimeout)
+	cfg, err := handlerConfig(o, getenv, log)
 	if err != nil {
 		return err
 	}
-	cfg.Namespace = o.namespace
-	cfg.FilerName, cfg.FilerVersion = o.filerName, o.filerVersion
-	cfg.PullPolicyAlways, cfg.Debug = o.pullPolicyAlways, o.debug
-
 	// Metrics and traces as config-observability (K_OBSERVABILITY_CONFIG)
 	// asks; flushed on the way out.
 	tel, ocfg, err := telemetry.FromEnv(getenv("K_OBSERVABILITY_CONFIG"), "tesk-knative-handler", cfg.Namespace)
@@ -175,20 +171,9 @@ func run(args []string, getenv func(string) string) error {
 		return err
 	}
 	telemetry.TraceAPI(rc, tel.Tracer)
-	srv, err := server.New(rc, cfg, log)
+	srv, err := newServer(o, rc, cfg, log)
 	if err != nil {
 		return err
-	}
-	if cfg.EventsAudience != "" {
-		if srv.Auth, err = server.NewEventAuth(rc, cfg.EventsAudience, cmdutil.PodNamespace(cfg.Namespace)); err != nil {
-			return err
-		}
-		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
-	}
-	if o.stateSink != "" {
-		if err := srv.TellStates(o.stateSink, o.sinkToken); err != nil {
-			return err
-		}
 	}
 	e := srv.Echo()
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.port))
@@ -201,7 +186,50 @@ func run(args []string, getenv func(string) string) error {
 	go func() { errc <- e.Start("") }()
 	log.Infow("Ready", "version", version.Get(), "port", o.port, "metrics", ocfg.Metrics.Protocol, "tracing", ocfg.Tracing.Protocol, "namespace", cfg.Namespace, "podTimeout", cfg.PodTimeout.String(),
 		"filerImage", cfg.FilerImage(), "backendParameters", cfg.BackendParameters.Keys(), "stateEvents", o.stateSink, "startup", time.Since(start).String())
+	return serveUntilSignal(ctx, errc, srv, e, log)
+}
 
+// handlerConfig is the steps' configuration: the variables (steps.FromEnv)
+// and the options. The pod timeout is the flag's (POD_TIMEOUT its
+// default). A configuration of the backend parameters that does not parse
+// stops the handler: ignored, it would place tasks otherwise than asked.
+func handlerConfig(o options, getenv func(string) string, log *zap.SugaredLogger) (steps.Config, error) {
+	cfg, err := steps.FromEnv(getenv, log, &o.podTimeout)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Namespace = o.namespace
+	cfg.FilerName, cfg.FilerVersion = o.filerName, o.filerVersion
+	cfg.PullPolicyAlways, cfg.Debug = o.pullPolicyAlways, o.debug
+	return cfg, nil
+}
+
+// newServer is the handler's server, taking events only with a token for
+// EVENTS_AUDIENCE when it is set, and telling the tasks' state changes to
+// the state sink when there is one.
+func newServer(o options, rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*server.Server, error) {
+	srv, err := server.New(rc, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.EventsAudience != "" {
+		if srv.Auth, err = server.NewEventAuth(rc, cfg.EventsAudience, cmdutil.PodNamespace(cfg.Namespace)); err != nil {
+			return nil, err
+		}
+		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
+	}
+	if o.stateSink != "" {
+		if err := srv.TellStates(o.stateSink, o.sinkToken); err != nil {
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// serveUntilSignal serves until the server fails (errc) or SIGTERM or
+// SIGINT (ctx): then it takes no new request, finishes those in flight
+// (shutdownGrace at most) and closes the server.
+func serveUntilSignal(ctx context.Context, errc <-chan error, srv *server.Server, e *echo.Echo, log *zap.SugaredLogger) error {
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -210,7 +238,6 @@ func run(args []string, getenv func(string) string) error {
 		return nil
 	case <-ctx.Done():
 	}
-	// SIGTERM or SIGINT: take no new request, finish those in flight.
 	log.Infow("Shutting down: finishing requests in flight")
 	srv.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

@@ -19,6 +19,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"knative.dev/pkg/signals"
@@ -267,21 +268,10 @@ func run(args []string, getenv func(string) string) error {
 	log := cmdutil.NewLogger("tes", o.debug)
 	defer func() { _ = log.Sync() }()
 
-	cfg, err := apiConfig(getenv)
+	cfg, err := serviceConfig(o, getenv, log)
 	if err != nil {
 		return err
 	}
-	cfg.Namespace, cfg.Sink, cfg.SinkTokenFile = o.namespace, o.sink, o.sinkToken
-	// The state derivation follows the handler's rules and settings, and
-	// the backend parameters a task may set are read as the handler reads
-	// them; a configuration that does not parse stops the API.
-	sc, err := steps.FromEnv(getenv, log, nil)
-	if err != nil {
-		return err
-	}
-	sc.Namespace = o.namespace
-	cfg.Steps = sc
-
 	auth, ready, err := authenticator(context.Background(), getenv, o.noAuth, log)
 	if err != nil {
 		return err
@@ -293,32 +283,9 @@ func run(args []string, getenv func(string) string) error {
 		return err
 	}
 	defer tel.Flush(log, 10*time.Second)
-	api, err := tes.NewTelemetry(tel.Meter, tel.Tracer)
+	srv, err := newServer(o, cfg, auth, ready, tel, log)
 	if err != nil {
 		return err
-	}
-	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 200, Burst: 400, UserAgent: "tesk-knative-tes"})
-	if err != nil {
-		return err
-	}
-	telemetry.TraceAPI(rc, tel.Tracer)
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	md, err := metadata.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api, Ready: ready}
-	if cfg.Sink != "" {
-		// Each event carries the trace context of the request that posts it.
-		rt := tes.EventTransport(http.DefaultTransport, tel.Tracer)
-		if srv.Events, err = cloudevents.NewClientHTTP(cehttp.WithRoundTripper(rt)); err != nil {
-			return err
-		}
-	} else {
-		log.Warnw("No K_SINK: no events are posted; the handler's sweep starts and cancels the tasks")
 	}
 	e := srv.Echo()
 	dash := dashboardConfig(getenv, o.noAuth, auth)
@@ -331,7 +298,7 @@ func run(args []string, getenv func(string) string) error {
 	ctx := signals.NewContext()
 	errc := make(chan error, 1)
 	go func() { errc <- e.Start("") }()
-	log.Infow("Serving", "version", version.Get(), "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "backendParameters", sc.BackendParameters.Keys(), "auth", dash.Auth, "startup", time.Since(start).String())
+	log.Infow("Serving", "version", version.Get(), "port", o.port, "namespace", cfg.Namespace, "sink", cfg.Sink, "backendParameters", cfg.Steps.BackendParameters.Keys(), "auth", dash.Auth, "startup", time.Since(start).String())
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -344,6 +311,59 @@ func run(args []string, getenv func(string) string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return e.Shutdown(sctx)
+}
+
+// serviceConfig is the TES API's configuration: its variables (apiConfig)
+// and options, and the steps' settings. The state derivation follows the
+// handler's rules and settings, and the backend parameters a task may set
+// are read as the handler reads them; a configuration that does not parse
+// stops the API.
+func serviceConfig(o options, getenv func(string) string, log *zap.SugaredLogger) (tes.Config, error) {
+	cfg, err := apiConfig(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Namespace, cfg.Sink, cfg.SinkTokenFile = o.namespace, o.sink, o.sinkToken
+	sc, err := steps.FromEnv(getenv, log, nil)
+	if err != nil {
+		return cfg, err
+	}
+	sc.Namespace = o.namespace
+	cfg.Steps = sc
+	return cfg, nil
+}
+
+// newServer is the TES API's server: its metrics and traces, its clients of
+// the API server, and, with a sink, its client of CloudEvents.
+func newServer(o options, cfg tes.Config, auth tes.Authenticator, ready func() error, tel *telemetry.Providers, log *zap.SugaredLogger) (*tes.Server, error) {
+	api, err := tes.NewTelemetry(tel.Meter, tel.Tracer)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := cmdutil.RESTConfig(o.kubeconfig, cmdutil.Client{QPS: 200, Burst: 400, UserAgent: "tesk-knative-tes"})
+	if err != nil {
+		return nil, err
+	}
+	telemetry.TraceAPI(rc, tel.Tracer)
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	srv := &tes.Server{Client: client, Metadata: md, Config: cfg, Auth: auth, Log: log, Telemetry: api, Ready: ready}
+	if cfg.Sink != "" {
+		// Each event carries the trace context of the request that posts it.
+		rt := tes.EventTransport(http.DefaultTransport, tel.Tracer)
+		if srv.Events, err = cloudevents.NewClientHTTP(cehttp.WithRoundTripper(rt)); err != nil {
+			return nil, err
+		}
+	} else {
+		log.Warnw("No K_SINK: no events are posted; the handler's sweep starts and cancels the tasks")
+	}
+	return srv, nil
 }
 
 // dashboardConfig tells the dashboard how the API is reached: its modes
