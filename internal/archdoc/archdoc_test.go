@@ -1,7 +1,8 @@
 // Package archdoc holds docs/architecture.md to the code: its list of the
 // product's packages, on their floors, and of every arrow between them (A
 // → B: A imports B) is what go list gives, both ways, and every arrow goes
-// down a floor. It holds the product's files to a length too (filesize_test.go).
+// down a floor. It holds the product's files to a length too (filesize_test.go),
+// and their functions (funcsize_test.go).
 package archdoc
 
 import (

@@ -18,6 +18,23 @@ const maxFileLines = 450
 // test/ and hack/ left out) to maxFileLines.
 func TestNoProductFileIsOverLong(t *testing.T) {
 	dir := root(t)
+	for _, rel := range productFiles(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")); n > maxFileLines {
+			t.Errorf("%s has %d lines, more than %d: split it by concern", rel, n, maxFileLines)
+		}
+	}
+}
+
+// productFiles are the Go files of the product, relative to the module's
+// root dir and slash-separated: tests, test/ and hack/, testdata, hidden
+// folders and other modules left out.
+func productFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -34,19 +51,16 @@ func TestNoProductFileIsOverLong(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if n := bytes.Count(b, []byte("\n")); n > maxFileLines {
-			t.Errorf("%s has %d lines, more than %d: split it by concern", rel, n, maxFileLines)
+		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+			files = append(files, rel)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(files) == 0 {
+		t.Fatalf("no Go file of the product under %s", dir)
+	}
+	return files
 }
