@@ -41,6 +41,7 @@ const KnativeIngressImage = KnativeImageRegistry + "/kingress-standin:dev"
 var KnativeChanges = []string{
 	"ko:// references become images built here (" + KnativeImageRegistry + "/knative-<repo>-<command>:" + KnativeVersion + ")",
 	"CPU requests of Knative's containers lowered to 10m and their CPU limits removed, to fit the node's 2 cores",
+	"probes of Knative's containers answered within " + probeTimeout + " s, not 1 s: on the node's 2 shared cores, starting tasks' pods, a probe answered late restarted the in-memory channel's dispatcher, which loses the deliveries it holds (the Broker's asyncDelivery)",
 	"the job sink, request-reply and the webhook's HorizontalPodAutoscaler left out (config/knative uses none of them)",
 	"config-network: ingress-class is the KIngress stand-in's (" + "standin.ingress.tesk.test" + ")",
 	"config-deployment: " + KnativeImageRegistry + " and dev.local skip tag resolution (already Serving's default), progress deadline 300s",
@@ -49,6 +50,13 @@ var KnativeChanges = []string{
 	"the ConfigMaps eventing-integrations-images and eventing-transformations-images, which Eventing's release adds from knative-extensions/eventing-integrations (Java images), name " + noImage + " for each key: config/knative makes no IntegrationSource, IntegrationSink or EventTransform",
 	"knative.dev/networking's CRDs and config-network, and knative.dev/caching's Image CRD, which Serving's repository links into config/core, are taken from those modules (a module zip holds no links)",
 }
+
+// probeTimeoutSeconds is the least time a probe of Knative's containers
+// waits for an answer (KnativeChanges).
+const (
+	probeTimeoutSeconds int64 = 5
+	probeTimeout              = "5"
+)
 
 // noImage is the image the eventing-integrations ConfigMaps name: there is
 // none here.
@@ -250,6 +258,16 @@ func adaptKnative(o *unstructured.Unstructured) error {
 				}
 			}
 			unstructured.RemoveNestedField(m, "resources", "limits", "cpu")
+			for _, probe := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
+				p, ok := m[probe].(map[string]any)
+				if !ok {
+					continue
+				}
+				// Decoded from YAML through JSON: a number is a float64.
+				if t, _ := p["timeoutSeconds"].(float64); int64(t) < probeTimeoutSeconds {
+					p["timeoutSeconds"] = probeTimeoutSeconds
+				}
+			}
 		}
 		return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
 	case o.GetKind() == "ConfigMap" && o.GetNamespace() == "knative-serving" && o.GetName() == "config-network":
