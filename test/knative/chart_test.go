@@ -133,15 +133,20 @@ func TestChartOnKnative(t *testing.T) {
 	}
 	t.Logf("chart installed and Ready in %s", time.Since(t0).Round(time.Millisecond))
 	// The first revision of each Service with a SinkBinding is made before
-	// the binding could set K_SINK; it exits (STATE_EVENTS_REQUIRED,
-	// SINK_REQUIRED), so that none without K_SINK ever takes a request.
+	// the binding could set K_SINK, and the next before it could mount the
+	// OIDC token the Broker asks for (/oidc); both exit (SINK_REQUIRED,
+	// STATE_EVENTS_REQUIRED, SINK_TOKEN_REQUIRED), so that none posting no
+	// events, or events the Broker refuses, ever takes a request.
 	for _, svc := range []string{"tesk-handler", "tesk-tes"} {
-		unbound, err := readyWithout(ctx, chart, svc, "K_SINK")
+		unbound, tokenless, err := readyWithout(ctx, chart, svc, "K_SINK", "/oidc")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(unbound) > 0 {
 			t.Errorf("%s: revisions %v are Ready without K_SINK: the requests they take post no events", svc, unbound)
+		}
+		if len(tokenless) > 0 {
+			t.Errorf("%s: revisions %v are Ready without the sink's token mounted at /oidc: the Broker refuses the events they post", svc, tokenless)
 		}
 	}
 
@@ -192,7 +197,7 @@ func TestChartOnKnative(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer recorder.Close()
-	if err := chart.SubscribeStates(ctx, "test-task-states", recorder.URL); err != nil {
+	if err := chart.SubscribeStates(ctx, "test-task-states", recorder); err != nil {
 		t.Fatal(err)
 	}
 
@@ -309,7 +314,7 @@ func TestChartOnKnative(t *testing.T) {
 			break
 		}
 		if time.Now().After(statesBy) {
-			t.Fatalf("the notifier refused %d deliveries; of %d tasks, %d lack changes: %v", refused, len(followed), len(missing), missing)
+			t.Fatalf("the notifier refused %d deliveries; of %d tasks, %d lack changes: %v (Eventing's restarts: %s)", refused, len(followed), len(missing), missing, env.Restarts(ctx, "knative-eventing"))
 		}
 		if err := sleep(ctx, 2*time.Second); err != nil {
 			t.Fatal(err)
@@ -467,29 +472,33 @@ func waitRevisionOf(ctx context.Context, e *Env, service, image string, timeout 
 }
 
 // readyWithout lists the Ready revisions of a Knative Service of e's
-// platform namespace whose first container has no variable name.
-func readyWithout(ctx context.Context, e *Env, service, name string) ([]string, error) {
+// platform namespace whose first container has no variable name, and those
+// that mount nothing at mountPath.
+func readyWithout(ctx context.Context, e *Env, service, name, mountPath string) (noVar, noMount []string, err error) {
 	list, err := e.C.Dynamic.Resource(RevisionGVR).Namespace(e.Namespaces.Platform).List(ctx, metav1.ListOptions{LabelSelector: "serving.knative.dev/service=" + service})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("%s has no revision", service)
+		return nil, nil, fmt.Errorf("%s has no revision", service)
 	}
-	var without []string
 	for _, rev := range list.Items {
 		if ok, _ := ready(&rev); !ok {
 			continue
 		}
-		var vars []any
+		var vars, mounts []any
 		if cs, _, _ := unstructured.NestedSlice(rev.Object, "spec", "containers"); len(cs) > 0 {
 			vars, _, _ = unstructured.NestedSlice(cs[0].(map[string]any), "env")
+			mounts, _, _ = unstructured.NestedSlice(cs[0].(map[string]any), "volumeMounts")
 		}
 		if !slices.ContainsFunc(vars, func(v any) bool { return v.(map[string]any)["name"] == name }) {
-			without = append(without, rev.GetName())
+			noVar = append(noVar, rev.GetName())
+		}
+		if !slices.ContainsFunc(mounts, func(m any) bool { return m.(map[string]any)["mountPath"] == mountPath }) {
+			noMount = append(noMount, rev.GetName())
 		}
 	}
-	return without, nil
+	return noVar, noMount, nil
 }
 
 // firstJob is the task's Job created first.

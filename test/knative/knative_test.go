@@ -18,7 +18,8 @@ import (
 // The platform is Knative's own: every Deployment of Eventing and Serving
 // Available and running the images built from knative.dev's modules, the
 // ApiServerSource's adapter a pod of its own under the ServiceAccount of
-// config/knative, every object of config/knative Ready, the handler at
+// config/knative, every object of config/knative Ready, no revision of
+// the TES API Ready without its sink and the sink's token, the handler at
 // zero pods.
 func TestPlatformIsReal(t *testing.T) {
 	ctx := context.Background()
@@ -44,6 +45,17 @@ func TestPlatformIsReal(t *testing.T) {
 	bad, err := env.NotReady(ctx)
 	if err != nil || len(bad) > 0 {
 		t.Errorf("config/knative not Ready: %v %v", bad, err)
+	}
+	// The TES API's revisions made before its SinkBinding set K_SINK, or
+	// mounted the token the Broker asks for, exit (SINK_REQUIRED,
+	// SINK_TOKEN_REQUIRED): none of them is Ready to take a task whose
+	// task.submitted would go nowhere or be refused.
+	unbound, tokenless, err := readyWithout(ctx, env, "tesk-tes", "K_SINK", "/oidc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unbound)+len(tokenless) > 0 {
+		t.Errorf("tesk-tes: revisions %v Ready without K_SINK, %v without the sink's token at /oidc", unbound, tokenless)
 	}
 	adapters, err := env.C.Client.CoreV1().Pods(Platform).List(ctx, metav1.ListOptions{LabelSelector: "eventing.knative.dev/sourceName=tesk-events"})
 	if err != nil {

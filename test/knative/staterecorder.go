@@ -31,8 +31,14 @@ type StateRecorder struct {
 	mu       sync.Mutex
 	first    time.Time
 	refused  int
+	probes   int
 	received []ReceivedState
 }
+
+// ProbeSource is the source of the events SubscribeStates posts to see its
+// Trigger deliver: the recorder takes them at once, up or down, and
+// neither records them nor starts its time down with them.
+const ProbeSource = "test/knative/probe"
 
 // ReceivedState is a state change the recorder took, when, at which path,
 // and the event's extension attributes (its Ce- headers, by their names in
@@ -94,6 +100,11 @@ func StartStateRecorder(host string, down time.Duration) (*StateRecorder, error)
 func (r *StateRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if req.Header.Get("Ce-Source") == ProbeSource {
+		r.probes++
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	now := time.Now()
 	if r.first.IsZero() {
 		r.first = now
@@ -119,6 +130,13 @@ func (r *StateRecorder) Seen() (refused int, received []ReceivedState) {
 	return r.refused, append([]ReceivedState(nil), r.received...)
 }
 
+// Probes is how many of SubscribeStates' probes it took.
+func (r *StateRecorder) Probes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.probes
+}
+
 // Up is when the recorder began to take events (zero before any came).
 func (r *StateRecorder) Up() time.Time {
 	r.mu.Lock()
@@ -136,16 +154,20 @@ func (r *StateRecorder) Close() { r.srv.Close() }
 var RevisionGVR = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "revisions"}
 
 // SubscribeStates creates a Trigger of the platform's Broker that takes the
-// tasks' state change events to url, retrying for minutes (linear, from
-// 2 s), and waits until it is Ready.
-func (e *Env) SubscribeStates(ctx context.Context, name, url string) error {
+// tasks' state change events to the recorder, retrying for minutes (linear,
+// from 0.1 s), and waits until it is Ready and has delivered: a Trigger is
+// Ready before the Broker's channel fans events out to it, and an event
+// the Broker takes in between never reaches it. It posts probes
+// (ProbeSource) as the handler's state events do, with a token of the
+// SinkBinding tesk-handler-state-events' identity, until one arrives.
+func (e *Env) SubscribeStates(ctx context.Context, name string, r *StateRecorder) error {
 	tr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "eventing.knative.dev/v1", "kind": "Trigger",
 		"metadata": map[string]any{"name": name, "namespace": e.Namespaces.Platform},
 		"spec": map[string]any{
 			"broker":     "default",
 			"filter":     map[string]any{"attributes": map[string]any{"type": events.TypeTaskStateChanged}},
-			"subscriber": map[string]any{"uri": url},
+			"subscriber": map[string]any{"uri": r.URL},
 			// Linear from 0.1 s: the k-th retry k × 0.1 s after the one
 			// before, 3 minutes in all; a minute on, 3.5 s apart.
 			"delivery": map[string]any{"retry": int64(60), "backoffPolicy": "linear", "backoffDelay": "PT0.1S"},
@@ -160,7 +182,7 @@ func (e *Env) SubscribeStates(ctx context.Context, name, url string) error {
 		o, err := triggers.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			if ok, _ := ready(o); ok {
-				return nil
+				break
 			}
 		}
 		if time.Now().After(deadline) {
@@ -170,6 +192,32 @@ func (e *Env) SubscribeStates(ctx context.Context, name, url string) error {
 			return err
 		}
 	}
+	sa, err := e.SinkBindingIdentity(ctx, "tesk-handler-state-events")
+	if err != nil {
+		return err
+	}
+	for i := 0; r.Probes() == 0; i++ {
+		token, err := e.BrokerTokenOf(ctx, sa)
+		if err != nil {
+			return err
+		}
+		ev := BrokerEvent{ID: fmt.Sprintf("probe-%s-%d", name, i), Type: events.TypeTaskStateChanged, Source: ProbeSource,
+			Subject: "task-probe000000", Data: []byte(`{"id":"task-probe000000","old_state":"QUEUED","new_state":"QUEUED"}`)}
+		code, err := e.PostToBroker(ctx, token, ev)
+		if err != nil {
+			return err
+		}
+		if code/100 != 2 {
+			return fmt.Errorf("the Broker answered %d to a probe of Trigger %s posted as %s", code, name, sa)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Trigger %s delivered none of %d probes by %s", name, i+1, deadline.Format(time.TimeOnly))
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LatestReadyRevision is the Revision a Knative Service of the platform's
@@ -224,4 +272,31 @@ func StateChain(received []ReceivedState, id string, shown []string) ([]string, 
 		}
 	}
 	return chain, at, nil
+}
+
+// Restarts says which containers of namespace's pods restarted, when and
+// why (the in-memory channel's dispatcher loses what it holds when it
+// does); "none" where none did.
+func (e *Env) Restarts(ctx context.Context, namespace string) string {
+	pods, err := e.C.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount == 0 {
+				continue
+			}
+			last := "?"
+			if term := c.LastTerminationState.Terminated; term != nil {
+				last = fmt.Sprintf("%s, exit %d at %s", term.Reason, term.ExitCode, term.FinishedAt.UTC().Format(time.TimeOnly))
+			}
+			out = append(out, fmt.Sprintf("%s/%s %d× (last: %s)", p.Name, c.Name, c.RestartCount, last))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }
