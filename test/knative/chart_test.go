@@ -47,8 +47,9 @@ import (
 // events, not the minute's sweep); an upgrade to a new handler image and a
 // TTL while the task runs leaves it to complete, its end recorded by a pod
 // of the new revision; twenty more tasks run beside it, one failing and one
-// cancelled; a notifier behind a Trigger of its own, down for its first
-// minute, then receives each task's state changes, linked from QUEUED to
+// cancelled; the EventPolicies hold after the upgrade; a notifier behind a
+// Trigger of its own, down for its first minute, then receives each task's
+// state changes, linked from QUEUED to
 // the final state GET showed and holding every state GET showed, each
 // final change within 5 s of GET showing it or of the notifier coming
 // back, those of tasks that ended with it up a median within a second; an
@@ -262,6 +263,13 @@ func TestChartOnKnative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The upgrade reads config-features again (broker.eventPolicies: auto)
+	// and keeps the EventPolicies, which still refuse the senders and
+	// types they do not name.
+	if !strings.Contains(upgraded, "kind: EventPolicy") {
+		t.Errorf("the upgraded release renders no EventPolicy")
+	}
+	chartSenders(ctx, t, chart)
 	if ex1, err := env.C.Client.BatchV1().Jobs(tasks).Get(ctx, id+"-ex-01", metav1.GetOptions{}); err != nil || taskmeta.StatusOf(ex1) != taskmeta.JobRunning {
 		t.Fatalf("the upgrade's revision %s was Ready only after the running executor ended (%v): which revision took the next step cannot be told", rev.GetName(), err)
 	}
