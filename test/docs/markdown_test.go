@@ -1,6 +1,7 @@
 // Package docs holds the project's Markdown to what it says: the README's
-// shape, the links between the pages, the one configuration reference and
-// the workflow engines' configuration. Plain go test, nothing started.
+// shape, the links between the pages, the one configuration reference, the
+// workflow engines' configuration and the helm and kubectl commands' chart,
+// values and objects. Plain go test, nothing started.
 package docs
 
 import (
