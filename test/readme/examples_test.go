@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -125,4 +128,80 @@ func containsOne(cmds []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// docTaskID is the task id the pages' tesctl commands name; the cluster
+// test puts in its place (and in place of <id>) the id of the task the
+// first submit command made.
+const docTaskID = "task-1a2b3c4d"
+
+// tesctlCall matches tesctl at the start of a command, after any VAR=value
+// assignments: bin/tesctl as make builds it, or tesctl on the PATH.
+var tesctlCall = regexp.MustCompile(`^((?:[A-Z_]+=\S+\s+)*)(?:bin/)?tesctl\s`)
+
+// tesctlPages are the README and every page of docs/, in that order.
+func tesctlPages(t *testing.T, root string) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(docs)
+	pages := []string{"README.md"}
+	for _, d := range docs {
+		rel, _ := filepath.Rel(root, d)
+		pages = append(pages, rel)
+	}
+	return pages
+}
+
+// tesctlExamples are the tesctl commands of the sh blocks of tesctlPages.
+func tesctlExamples(t *testing.T, root string) []string {
+	t.Helper()
+	var cmds []string
+	for _, p := range tesctlPages(t, root) {
+		cmds = append(cmds, shCommands(t, filepath.Join(root, p), tesctlCall.MatchString)...)
+	}
+	return cmds
+}
+
+// tesctlArgs are the words of a tesctl command after tesctl: its
+// subcommand first.
+func tesctlArgs(cmd string) []string {
+	loc := tesctlCall.FindStringIndex(cmd)
+	if loc == nil {
+		return nil
+	}
+	return strings.Fields(cmd[loc[1]:])
+}
+
+// The tesctl commands the cluster test runs are where the pages keep them:
+// the README's quick start, every subcommand of docs/tesctl.md with its
+// forms, the one of docs/deploying.md's check; a task is submitted before
+// any command names one.
+func TestTesctlExamplesAreFound(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	cmds := tesctlExamples(t, root)
+	readme := shCommands(t, filepath.Join(root, "README.md"), tesctlCall.MatchString)
+	if !slices.Contains(readme, "TES_URL=http://localhost:8081 bin/tesctl submit --wait examples/tes-task.json") {
+		t.Errorf("the README's quick start submits no task with tesctl: %q", readme)
+	}
+	for _, want := range []string{"submit --wait --image alpine -- echo hello", "submit examples/tes-task.json", "--name hello --tag project=demo -- echo hello",
+		"-i s3://", "wait " + docTaskID, "get " + docTaskID + " --view FULL", "list --state RUNNING", "logs " + docTaskID + " --executor 1", "--follow", "cancel " + docTaskID} {
+		if !containsOne(cmds, want) {
+			t.Errorf("no tesctl example has %q: %q", want, cmds)
+		}
+	}
+	submitted := false
+	for _, c := range cmds {
+		args := tesctlArgs(c)
+		if len(args) == 0 {
+			t.Errorf("%q: no subcommand", c)
+			continue
+		}
+		submitted = submitted || args[0] == "submit"
+		if (strings.Contains(c, docTaskID) || strings.Contains(c, "<id>")) && !submitted {
+			t.Errorf("%q names a task before any example submitted one", c)
+		}
+	}
 }

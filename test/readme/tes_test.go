@@ -23,7 +23,8 @@ import (
 // TestREADMETESExamples runs the TES API examples of the README,
 // docs/getting-started.md and docs/tes-api.md against the TES API and the
 // handler as `make dev` runs them: <id> is the task the create example
-// before it made, <next_page_token> the token of the list before.
+// before it made, <next_page_token> the token of the list before. Then the
+// tesctl commands of the README and docs/ (runTesctlExamples).
 func TestREADMETESExamples(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	cmds := tesExamples(t, root)
@@ -87,6 +88,8 @@ func TestREADMETESExamples(t *testing.T) {
 	if id == "" {
 		t.Fatal("no README example created a task")
 	}
+	// The same with tesctl, on the same cluster.
+	runTesctlExamples(t, root, dir, addr)
 	// The dashboard, at the address the README gives (http://localhost:8081/
 	// with make dev): / leads to it; it knows the API needs no token here.
 	resp, err := http.Get("http://" + addr + "/")
