@@ -48,11 +48,13 @@ vet:
 # headless Chromium among them) and the manifest checks (TEST_TAGS: the tests
 # that need servers or runc carry the build tag integration, those that need a
 # cluster or a browser e2e), and last the tests on real Knative
-# (test-knative). It builds (or reuses from the cache) and installs
+# (test-knative) and the Broker on the NATS JetStream channel
+# (test-knative-nats). It builds (or reuses from the cache) and installs
 # everything it needs first.
 test: cluster-bins node-deps filer-deps image-deps browser-deps vet test-helm
 	$(GO) test -tags $(TEST_TAGS) -count=1 -p 2 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory test-knative
+	$(MAKE) --no-print-directory test-knative-nats
 
 # The tests on real Knative (test/knative, build tag knative): a local
 # cluster of their own with Knative Eventing and Serving on the real node,
@@ -73,7 +75,8 @@ test-knative: cluster-bins node-deps image-deps
 # build-natss.sh patches it, sends each delivery with the Subscription's
 # token), the channel's dispatcher pods deleted while events are sent,
 # every event the Broker accepted delivered; the same experiment on the
-# in-memory channel records what it loses.
+# in-memory channel: synchronous (the chart's default), every event it
+# accepted delivered; asynchronous, what it loses is recorded.
 .PHONY: test-knative-nats
 test-knative-nats: cluster-bins natss-bins node-deps
 	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/
