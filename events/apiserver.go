@@ -17,6 +17,13 @@ import (
 const (
 	resourcePrefix = apiServerPrefix + "resource."
 	refPrefix      = apiServerPrefix + "ref."
+
+	TypeResourceAdd    = resourcePrefix + "add"
+	TypeResourceUpdate = resourcePrefix + "update"
+	TypeResourceDelete = resourcePrefix + "delete"
+	TypeRefAdd         = refPrefix + "add"
+	TypeRefUpdate      = refPrefix + "update"
+	TypeRefDelete      = refPrefix + "delete"
 )
 
 // ref names the object of an event: ref mode carries apiVersion, kind, name
@@ -44,16 +51,11 @@ func classifyAPIServer(ev *cloudevents.Event, namespace string) (Step, error) {
 	t := ev.Type()
 	var verb string
 	var resource bool
-	switch {
-	case strings.HasPrefix(t, resourcePrefix):
+	switch t {
+	case TypeResourceAdd, TypeResourceUpdate, TypeResourceDelete:
 		verb, resource = strings.TrimPrefix(t, resourcePrefix), true
-	case strings.HasPrefix(t, refPrefix):
+	case TypeRefAdd, TypeRefUpdate, TypeRefDelete:
 		verb = strings.TrimPrefix(t, refPrefix)
-	default:
-		return Step{}, bad("unknown ApiServerSource event type %q", t)
-	}
-	switch verb {
-	case "add", "update", "delete":
 	default:
 		return Step{}, bad("unknown ApiServerSource event type %q", t)
 	}

@@ -35,6 +35,16 @@ const (
 	apiServerPrefix = "dev.knative.apiserver."
 )
 
+// The sources (the CloudEvent source attribute) of the events the project
+// sends.
+const (
+	// SourceTESAPI is the source of the step events the TES API sends
+	// (task.submitted, task.cancelled).
+	SourceTESAPI = "tesk-knative/tes-api"
+	// SourceHandler is the source of the events the handler publishes.
+	SourceHandler = "tesk-knative/handler"
+)
+
 // MaxBodyBytes bounds a request body: a task JSON fits in a ConfigMap (1 MiB),
 // and an ApiServerSource event carries one object.
 const MaxBodyBytes = 3 << 20

@@ -23,9 +23,6 @@ const ExtensionNotify = "tesknotify"
 // NotifyMarked is the value of ExtensionNotify on a marked event.
 const NotifyMarked = "true"
 
-// SourceHandler is the source of the events the handler publishes.
-const SourceHandler = "tesk-knative/handler"
-
 // StateChangedData is the data of org.ga4gh.tes.task.state_changed.
 type StateChangedData struct {
 	// ID is the task's TES id.

@@ -70,13 +70,13 @@ const (
 // knownTypes are the event types the metrics name; any other is "other".
 var knownTypes = map[string]bool{
 	events.TypeTaskSubmitted: true, events.TypeTaskCancelled: true, events.TypeJobFinished: true, events.TypePodStuck: true,
-	events.TypePing:                         true,
-	"dev.knative.apiserver.resource.add":    true,
-	"dev.knative.apiserver.resource.update": true,
-	"dev.knative.apiserver.resource.delete": true,
-	"dev.knative.apiserver.ref.add":         true,
-	"dev.knative.apiserver.ref.update":      true,
-	"dev.knative.apiserver.ref.delete":      true,
+	events.TypePing:           true,
+	events.TypeResourceAdd:    true,
+	events.TypeResourceUpdate: true,
+	events.TypeResourceDelete: true,
+	events.TypeRefAdd:         true,
+	events.TypeRefUpdate:      true,
+	events.TypeRefDelete:      true,
 }
 
 // EventType is the event type as a metric names it: one of the types the

@@ -208,7 +208,7 @@ func (s *Server) post(ctx context.Context, eventID string, ev cloudevents.Event)
 		return
 	}
 	ev.SetID(eventID)
-	ev.SetSource("tesk-knative/tes-api")
+	ev.SetSource(events.SourceTESAPI)
 	ctx = cloudevents.ContextWithTarget(context.WithoutCancel(ctx), s.Config.Sink)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

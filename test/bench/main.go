@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -359,9 +360,9 @@ func classify(typ string, body []byte) string {
 	switch {
 	case res.Ignored != "":
 		return kindIgnored
-	case typ == "task.submitted":
+	case typ == events.TypeTaskSubmitted:
 		return kindSubmit
-	case typ == "dev.knative.sources.ping":
+	case typ == events.TypePing:
 		return "sweep"
 	}
 	for _, a := range res.Actions {
@@ -506,7 +507,7 @@ func runTask(ctx context.Context, c *cluster.Cluster, url, ns, task string, trus
 		}
 		data, _ = json.Marshal(map[string]any{"task": task})
 	}
-	if _, err := postEvent(url, "task.submitted", data); err != nil {
+	if _, err := postEvent(url, events.TypeTaskSubmitted, data); err != nil {
 		return err
 	}
 	// The final state, as the handler records it on the anchor (the
@@ -618,7 +619,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 	defer hs.Close()
 	fmt.Printf("\n== Load: one handler, %s per run, 64 concurrent senders over loopback\n", *flagDuration)
 	before := in.requests.Load()
-	n, errs := load(hs.URL, "job.finished", func(i int) []byte {
+	n, errs := load(hs.URL, events.TypeJobFinished, func(i int) []byte {
 		task := fmt.Sprintf("wait-%05d", i%have)
 		return []byte(fmt.Sprintf(`{"task":%q,"job":"%s-ex-00"}`, task, task))
 	})
@@ -632,7 +633,7 @@ func benchSweepAndLoad(ctx context.Context, c *cluster.Cluster) (int, error) {
 	running.APIVersion, running.Kind = "batch/v1", "Job"
 	obj, _ := json.Marshal(running)
 	before = in.requests.Load()
-	n, errs = load(hs.URL, "dev.knative.apiserver.resource.update", func(int) []byte { return obj })
+	n, errs = load(hs.URL, events.TypeResourceUpdate, func(int) []byte { return obj })
 	ls.Ignored, ls.IgnoredReqs = float64(n)/flagDuration.Seconds(), round2(float64(in.requests.Load()-before)/float64(max(n, 1)))
 	sum.Load = ls
 	fmt.Printf("  ApiServerSource update of a running job (ignored):   %.0f events/s, %.2f API requests per event, %d errors\n\n",
@@ -810,7 +811,7 @@ func sweepHandlerProcess(c *cluster.Cluster, ns string, n int) error {
 		req.Header.Set("Ce-Specversion", "1.0")
 		req.Header.Set("Ce-Source", "bench")
 		req.Header.Set("Ce-Id", fmt.Sprintf("bench-ping-%d-%d", n, i))
-		req.Header.Set("Ce-Type", "dev.knative.sources.ping")
+		req.Header.Set("Ce-Type", events.TypePing)
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

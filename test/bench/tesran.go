@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -61,7 +62,7 @@ func runTESTasks(ctx context.Context, c *cluster.Cluster, ns string, ids []strin
 	start := time.Now()
 	if err := inParallel(0, len(ids), func(i int) error {
 		data, _ := json.Marshal(map[string]string{"task": ids[i]})
-		_, err := postEvent(hs.URL, "task.submitted", data)
+		_, err := postEvent(hs.URL, events.TypeTaskSubmitted, data)
 		return err
 	}); err != nil {
 		return err

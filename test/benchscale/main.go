@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
@@ -337,7 +338,7 @@ func submit(url, task string) error {
 		req.Header.Set("Ce-Specversion", "1.0")
 		req.Header.Set("Ce-Id", "submit-"+task)
 		req.Header.Set("Ce-Source", "benchscale")
-		req.Header.Set("Ce-Type", "task.submitted")
+		req.Header.Set("Ce-Type", events.TypeTaskSubmitted)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {

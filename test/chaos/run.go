@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
@@ -410,7 +411,7 @@ func (r *run) do(ctx context.Context) (*Result, error) {
 				return
 			case <-t.C:
 				sweeps.Add(1)
-				if _, err := devstack.Post(r.handler.url, "dev.knative.sources.ping", []byte(`{}`)); err != nil {
+				if _, err := devstack.Post(r.handler.url, events.TypePing, []byte(`{}`)); err != nil {
 					sweepsFailed.Add(1)
 				}
 			}
@@ -713,7 +714,7 @@ func handlerLogCounts(path string) (map[string]int, int, error) {
 		if json.Unmarshal(sc.Bytes(), &l) != nil {
 			continue // client-go's own lines
 		}
-		if l.Type == "dev.knative.sources.ping" {
+		if l.Type == events.TypePing {
 			switch l.Msg {
 			case "Created job", "Task ended", "Deleted job":
 				sweep[l.Msg]++

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
 )
@@ -131,7 +132,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 				case <-sctx.Done():
 					return
 				case <-t.C:
-					_, _ = Post(s.URL, "dev.knative.sources.ping", []byte(`{}`))
+					_, _ = Post(s.URL, events.TypePing, []byte(`{}`))
 				}
 			}
 		}()
