@@ -139,7 +139,7 @@ func (st *step) recordStart(ctx context.Context, rv string, plan Plan, started *
 		return "", finished, err
 	}
 	if _, had := anchor.Annotations[taskmeta.AnnotationProgress]; !had {
-		r.kubeEvent(anchor, false, ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
+		r.kubeEvent(anchor, false, taskmeta.ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
 	}
 	if started != nil {
 		next = st.tell(ctx, next, []StateChange{*started}, r.now())
@@ -191,7 +191,7 @@ func (st *step) end(ctx context.Context, rv string, plan Plan, ended []StateChan
 	if final.Reason != "" {
 		note += ": " + strings.ReplaceAll(final.Reason, "\n", "; ")
 	}
-	r.kubeEvent(anchor, final.State != tesv1.StateComplete && final.State != tesv1.StateCanceled, ReasonEnded, "%s", note)
+	r.kubeEvent(anchor, final.State != tesv1.StateComplete && final.State != tesv1.StateCanceled, taskmeta.ReasonEnded, "%s", note)
 	if plan.Release {
 		r.giveBackShare(ctx, anchor, event)
 	}
@@ -307,7 +307,7 @@ func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) 
 		return st.checkOurs(ctx, act)
 	}
 	if err == nil {
-		st.r.kubeEvent(st.anchor, false, ReasonJobCreated, "%s", taskmeta.JobCreatedNote(job.Name))
+		st.r.kubeEvent(st.anchor, false, taskmeta.ReasonJobCreated, "%s", taskmeta.JobCreatedNote(job.Name))
 		if st.r.Config.Debug {
 			st.r.log(ctx).Debugw("Created job", "task", st.a.Name, "job", job.Name, "manifest", jobManifest(job))
 		} else {

@@ -104,7 +104,7 @@ func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, er
 			return res, err
 		}
 		r.log(ctx).Infow("Task cancelled", "task", task)
-		r.kubeEvent(anchor, false, ReasonCancelled, "Task cancelled")
+		r.kubeEvent(anchor, false, taskmeta.ReasonCancelled, "Task cancelled")
 	}
 	return r.Reconcile(ctx, ns, task, Options{Event: event, Cancel: true})
 }

@@ -28,7 +28,7 @@ func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
 	switch kubeapi.Classify(err) {
 	case kubeapi.Done:
 		st.r.log(ctx).Infow("Failed job (activeDeadlineSeconds: 1)", "task", st.a.Name, "job", name, "reason", act.Reason)
-		st.r.kubeEvent(st.anchor, true, ReasonJobFailed, "%s", taskmeta.JobFailedNote(name, act.Reason))
+		st.r.kubeEvent(st.anchor, true, taskmeta.ReasonJobFailed, "%s", taskmeta.JobFailedNote(name, act.Reason))
 		return finished, nil
 	case kubeapi.Missing:
 		return again, nil
@@ -70,7 +70,7 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 	switch kubeapi.Classify(err) {
 	case kubeapi.Done, kubeapi.Missing:
 		st.r.log(ctx).Infow("Deleted job", "task", st.a.Name, "job", name, "reason", why)
-		st.r.kubeEvent(st.anchor, true, ReasonJobDeleted, "%s", taskmeta.JobDeletedNote(name, why))
+		st.r.kubeEvent(st.anchor, true, taskmeta.ReasonJobDeleted, "%s", taskmeta.JobDeletedNote(name, why))
 		return finished, nil
 	case kubeapi.Retry:
 		return finished, err
@@ -115,7 +115,7 @@ func (st *step) recordPreemption(ctx context.Context, act Action) (stepOutcome, 
 	}
 	st.r.log(ctx).Warnw("The cluster took an executor's pod; Kubernetes runs it again", "task", st.a.Name, "job", job.Name,
 		"pods", act.Pods, "preemptions", len(pods), "max", st.r.Config.MaxPreemptions, "reason", act.Reason)
-	st.r.kubeEvent(st.anchor, true, ReasonPreempted, "Job %s lost its pod to the cluster (%s); run again (%d of %d)",
+	st.r.kubeEvent(st.anchor, true, taskmeta.ReasonPreempted, "Job %s lost its pod to the cluster (%s); run again (%d of %d)",
 		job.Name, act.Reason, len(pods), st.r.Config.MaxPreemptions)
 	return finished, nil
 }

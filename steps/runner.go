@@ -262,16 +262,9 @@ func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
 	}
 }
 
-// Reasons of the Kubernetes Events on a task's anchor.
-const (
-	ReasonStarted    = "Started"
-	ReasonJobCreated = "JobCreated"
-	ReasonJobFailed  = "JobFailed"
-	ReasonJobDeleted = "JobDeleted"
-	ReasonPreempted  = "Preempted"
-	ReasonCancelled  = "Cancelled"
-	ReasonEnded      = "Ended"
-)
+// ReasonEnded is taskmeta.ReasonEnded, the reason of the Kubernetes Event
+// recorded when a task ends.
+const ReasonEnded = taskmeta.ReasonEnded
 
 // maxKubeEventNote is what a Kubernetes Event's note may hold (the API
 // server allows 1 kB).

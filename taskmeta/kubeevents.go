@@ -2,6 +2,19 @@ package taskmeta
 
 import "regexp"
 
+// The reasons of the Kubernetes Events the steps record on a task's anchor,
+// so that `kubectl describe configmap <task>` tells the task's story. The
+// TES API's timeline reads them back.
+const (
+	ReasonStarted    = "Started"
+	ReasonJobCreated = "JobCreated"
+	ReasonJobFailed  = "JobFailed"
+	ReasonJobDeleted = "JobDeleted"
+	ReasonPreempted  = "Preempted"
+	ReasonCancelled  = "Cancelled"
+	ReasonEnded      = "Ended"
+)
+
 // The notes of the Kubernetes Events the steps record on a task's anchor that
 // name a job. The TES API's timeline reads back from them when each job was
 // created, failed or deleted (ParseJobNote), after the job is gone.

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -117,7 +116,7 @@ func readTaskEvents(id string, kubeEvents []TaskKubeEvent) taskEvents {
 		if at.IsZero() {
 			at, _ = time.Parse(time.RFC3339Nano, e.Time)
 		}
-		if e.Reason == steps.ReasonStarted && ev.started.IsZero() {
+		if e.Reason == taskmeta.ReasonStarted && ev.started.IsZero() {
 			ev.started = at
 		}
 		job, ok := taskmeta.ParseJobNote(e.Message)
@@ -129,13 +128,13 @@ func readTaskEvents(id string, kubeEvents []TaskKubeEvent) taskEvents {
 			continue
 		}
 		switch e.Reason {
-		case steps.ReasonJobCreated:
+		case taskmeta.ReasonJobCreated:
 			if _, seen := ev.created[part]; !seen {
 				ev.created[part] = at
 			}
-		case steps.ReasonJobFailed:
+		case taskmeta.ReasonJobFailed:
 			ev.failed[part] = at
-		case steps.ReasonJobDeleted:
+		case taskmeta.ReasonJobDeleted:
 			ev.deleted[part] = at
 		}
 	}

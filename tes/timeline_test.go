@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -68,8 +67,8 @@ func TestTimelineOfACompleteTask(t *testing.T) {
 		jobs = append(jobs, j)
 		pods = append(pods, podOf(j, 10*i+1, terminated(10*i+4, 10*i+9, 0)))
 	}
-	events := []TaskKubeEvent{kubeEvent(1, steps.ReasonStarted, "Task started: pvc, inputs-filer, ex-00, ex-01, outputs-filer")}
-	events = append(events, kubeEvent(1, steps.ReasonJobCreated, "Created job task-1-inputs-filer"))
+	events := []TaskKubeEvent{kubeEvent(1, taskmeta.ReasonStarted, "Task started: pvc, inputs-filer, ex-00, ex-01, outputs-filer")}
+	events = append(events, kubeEvent(1, taskmeta.ReasonJobCreated, "Created job task-1-inputs-filer"))
 	got := Timeline(anchor, jobs, pods, events)
 	if len(got) != 5 {
 		t.Fatalf("%d steps, want 5: %+v", len(got), got)
@@ -122,8 +121,8 @@ func TestTimelineWaitingPendingDeletedSkipped(t *testing.T) {
 	anchor.Annotations[taskmeta.AnnotationEnded] = iso(20)
 	anchor.Annotations[taskmeta.AnnotationState] = tesv1.StateCanceled
 	events := []TaskKubeEvent{
-		kubeEvent(6, steps.ReasonJobCreated, "Created job task-1-ex-01"),
-		kubeEvent(12, steps.ReasonJobDeleted, "Deleted job task-1-ex-01: the task was cancelled"),
+		kubeEvent(6, taskmeta.ReasonJobCreated, "Created job task-1-ex-01"),
+		kubeEvent(12, taskmeta.ReasonJobDeleted, "Deleted job task-1-ex-01: the task was cancelled"),
 	}
 	got = Timeline(anchor, []batchv1.Job{j0}, pods[:1], events)
 	if got[1].Status != StepDeleted || got[1].Created != iso(6) || got[1].Ended != iso(12) || got[1].Reason != "the task was cancelled" {
@@ -142,7 +141,7 @@ func TestTimelineFailedExecutor(t *testing.T) {
 	anchor := metav1.ObjectMeta{Name: id, Annotations: map[string]string{taskmeta.AnnotationProgress: prog.String()}}
 	j := job(id, "ex-00", 0)
 	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: at(9)}}
-	ev := kubeEvent(0, steps.ReasonJobCreated, "Created job task-1-ex-00")
+	ev := kubeEvent(0, taskmeta.ReasonJobCreated, "Created job task-1-ex-00")
 	ev.at = ev.at.Add(700 * time.Millisecond)
 	ev.Time = ev.at.Format(time.RFC3339Nano)
 	got := Timeline(anchor, []batchv1.Job{j}, []corev1.Pod{podOf(j, 0, terminated(0, 3, 3))}, []TaskKubeEvent{ev})

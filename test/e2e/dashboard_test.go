@@ -32,7 +32,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 	"github.com/elixir-cloud-aai/tesk-knative/tes/dashboard"
@@ -405,7 +404,7 @@ func TestDashboardTaskPage(t *testing.T) {
 		t.Errorf("bars for %v, jobs %v", jobBars, jobs)
 	}
 	reasons := eval[[]string](p, `[...document.querySelectorAll('#events tr[data-reason]')].map(r => r.dataset.reason)`)
-	for _, want := range []string{steps.ReasonStarted, steps.ReasonJobCreated, steps.ReasonEnded} {
+	for _, want := range []string{taskmeta.ReasonStarted, taskmeta.ReasonJobCreated, taskmeta.ReasonEnded} {
 		if !slices.Contains(reasons, want) {
 			t.Errorf("the Events %v have no %s", reasons, want)
 		}

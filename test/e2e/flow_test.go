@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/server"
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -261,7 +260,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 	task := "task-events01"
 	e.submit(task, noIO(taskJSON(executor(task, 0, nil, nil), executor(task, 1, fail(3), nil))))
 	e.waitState(task, tesv1.StateExecutorError, 30*time.Second)
-	want := []string{steps.ReasonStarted, steps.ReasonJobCreated, steps.ReasonJobCreated, steps.ReasonEnded}
+	want := []string{taskmeta.ReasonStarted, taskmeta.ReasonJobCreated, taskmeta.ReasonJobCreated, taskmeta.ReasonEnded}
 	var got []string
 	e.waitFor("the anchor's Events", 20*time.Second, func() bool {
 		list, err := shared.Client.EventsV1().Events(e.ns).List(context.Background(), metav1.ListOptions{
@@ -274,7 +273,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 		got = got[:0]
 		for _, ev := range list.Items {
 			got = append(got, ev.Reason)
-			if ev.Reason == steps.ReasonEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
+			if ev.Reason == taskmeta.ReasonEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
 				t.Errorf("the Ended event: %s %q", ev.Type, ev.Note)
 			}
 			if ev.ReportingController != server.ReportingController {
