@@ -20,7 +20,7 @@ import (
 // ServiceAccount without its token, the executors' security context, and
 // the placement, GPUs and identity its backend parameters ask for, and a
 // pod failure policy that runs a pod the cluster took away again.
-func ExecutorJob(a Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
+func ExecutorJob(a taskmeta.Anchor, t *taskspec.Task, i int, cfg Config) *batchv1.Job {
 	j := t.Executors[i].DeepCopy()
 	j.TypeMeta = metav1.TypeMeta{}
 	j.Name = taskmeta.ObjectName(a.Name, taskmeta.ExecutorPart(i))

@@ -149,7 +149,7 @@ func TestExecutorJob(t *testing.T) {
 // their retries (a pod failure policy); a job whose pods restart in place
 // cannot have one, and a job's own policy is kept.
 func TestExecutorJobsIgnoreDisruptions(t *testing.T) {
-	a := Anchor{Name: testTask, Namespace: testNS, UID: "u"}
+	a := taskmeta.Anchor{Name: testTask, Namespace: testNS, UID: "u"}
 	j := ExecutorJob(a, taskWith(1), 0, DefaultConfig())
 	pfp := j.Spec.PodFailurePolicy
 	if pfp == nil || len(pfp.Rules) != 1 || pfp.Rules[0].Action != batchv1.PodFailurePolicyActionIgnore ||

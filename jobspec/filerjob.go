@@ -47,7 +47,7 @@ func UserSecretName(prefix, subject string) string {
 // anchor ConfigMap, gets the filer's environment and secrets (behaviour
 // §3), and runs in the zones the task's backend parameters name (t,
 // admitted by steps.Admit; nil: anywhere).
-func FilerJob(a Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job {
+func FilerJob(a taskmeta.Anchor, part string, t *taskspec.Task, cfg Config) *batchv1.Job {
 	podSecurity, security := cfg.FilerPodSecurityContext.DeepCopy(), cfg.FilerSecurityContext.DeepCopy()
 	if part == taskmeta.PartOutputsFiler {
 		podSecurity, security = OutputsFilerSecurity(cfg)
@@ -106,7 +106,7 @@ func filerArgs(part string, cfg Config) []string {
 // userSecret is the secret of the task's user's own credentials, if the
 // operator keeps them per user and the task's creator is known (behaviour
 // §3.14); "": the task gets the shared ones.
-func userSecret(a Anchor, cfg Config) string {
+func userSecret(a taskmeta.Anchor, cfg Config) string {
 	if cfg.UserSecretPrefix != "" && a.Creator != "" {
 		return UserSecretName(cfg.UserSecretPrefix, a.Creator)
 	}
@@ -159,7 +159,7 @@ func filerEnv(part, user string, cfg Config) []corev1.EnvVar {
 // volume, the task JSON from the anchor, the S3 credentials (user, the
 // task's user's own secret, if set: then none of the shared ones), the
 // shared netrc, and the file:// transfer volume.
-func filerVolumes(a Anchor, user string, cfg Config) ([]corev1.VolumeMount, []corev1.Volume) {
+func filerVolumes(a taskmeta.Anchor, user string, cfg Config) ([]corev1.VolumeMount, []corev1.Volume) {
 	optional := true
 	mounts := []corev1.VolumeMount{
 		{Name: taskVolumeName, MountPath: taskspec.FilerTaskDir},

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
 
@@ -22,7 +23,7 @@ const (
 	testUID  = types.UID("0b5c2f7e-anchor")
 )
 
-var testAnchor = Anchor{Name: testTask, Namespace: testNS, UID: testUID}
+var testAnchor = taskmeta.Anchor{Name: testTask, Namespace: testNS, UID: testUID}
 
 // executorSpec is an executor's job as the TESK API converts it.
 func executorSpec(i int, image string) batchv1.Job {

@@ -25,7 +25,7 @@ func diskSize(gb float64) resource.Quantity {
 // PVC is the task's volume claim: disk_gb gigabytes (DEFAULT_DISK_GB,
 // else 1, if unset), the storage class STORAGE_CLASS_NAME or the cluster's
 // default.
-func PVC(a Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeClaim {
+func PVC(a taskmeta.Anchor, t *taskspec.Task, cfg Config) *corev1.PersistentVolumeClaim {
 	gb := t.Resources.DiskGB
 	if gb <= 0 {
 		gb = cfg.DiskGB()

@@ -36,8 +36,8 @@ const (
 	conflicted
 )
 
-// Anchor is jobspec.Anchor, the object that owns a task's PVC and jobs.
-type Anchor = jobspec.Anchor
+// Anchor is taskmeta.Anchor, the object that owns a task's PVC and jobs.
+type Anchor = taskmeta.Anchor
 
 // step is the application of one plan to one task.
 type step struct {
@@ -63,7 +63,7 @@ type step struct {
 // or, on a task that ended, the PVC it left forgotten once it is gone
 // (behaviour §6).
 func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
-	st := &step{r: r, anchor: anchor, a: jobspec.AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
+	st := &step{r: r, anchor: anchor, a: taskmeta.AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
 	rv := anchor.ResourceVersion
 	started, ended := stateChanges(anchor.ObjectMeta, plan)
 	if plan.Claim != nil {

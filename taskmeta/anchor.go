@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -32,6 +33,25 @@ func NewAnchor(ns, task string, taskJSONGzipped []byte) *corev1.ConfigMap {
 		},
 		BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskJSONGzipped},
 	}
+}
+
+// Anchor identifies the object that owns a task's PVC and jobs.
+type Anchor struct {
+	Name, Namespace string
+	UID             types.UID
+	// Creator is the subject that created the task through the TES API
+	// (AnnotationCreator), if known.
+	Creator string
+}
+
+// AnchorOf identifies a task's anchor.
+func AnchorOf(m metav1.ObjectMeta) Anchor {
+	return Anchor{Name: m.Name, Namespace: m.Namespace, UID: m.UID, Creator: m.Annotations[AnnotationCreator]}
+}
+
+// OwnerRefs make the anchor the owner of an object of its task.
+func (a Anchor) OwnerRefs() []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: a.Name, UID: a.UID}}
 }
 
 // IsAnchor reports whether a ConfigMap is a task's anchor: labelled with the

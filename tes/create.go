@@ -19,7 +19,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
-	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -185,7 +184,7 @@ func (s *Server) newAnchor(t *tesv1.Task, id string, opts ConvertOptions, ignore
 		return nil, 0, err
 	}
 	noteIgnored(cm, ignored)
-	size := recordFootprint(cm, spec, jobspec.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
+	size := recordFootprint(cm, spec, taskmeta.Anchor{Name: id, Namespace: s.Config.Namespace, Creator: caller.Subject}, s.Config.Steps)
 	return cm, size, nil
 }
 

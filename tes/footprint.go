@@ -60,7 +60,7 @@ const sizeUID = "00000000-0000-0000-0000-000000000000"
 // stderr on its Job (TES_LOG_TAIL_BYTES, at most 200,000 bytes).
 //
 // Footprint is anchorBytes plus what does not depend on it.
-func Footprint(anchorBytes int64, t *taskspec.Task, a jobspec.Anchor, cfg steps.Config) int64 {
+func Footprint(anchorBytes int64, t *taskspec.Task, a taskmeta.Anchor, cfg steps.Config) int64 {
 	n := anchorBytes + footprintPerTask
 	if len(t.Executors) == 0 {
 		return n
@@ -81,7 +81,7 @@ func Footprint(anchorBytes int64, t *taskspec.Task, a jobspec.Anchor, cfg steps.
 // recordFootprint writes into an anchor about to be created the task's
 // footprint (taskmeta.AnnotationSize: Footprint, of the anchor with the
 // annotation included) and returns it.
-func recordFootprint(cm *corev1.ConfigMap, t *taskspec.Task, a jobspec.Anchor, cfg steps.Config) int64 {
+func recordFootprint(cm *corev1.ConfigMap, t *taskspec.Task, a taskmeta.Anchor, cfg steps.Config) int64 {
 	rest := Footprint(0, t, a, cfg)
 	v := ""
 	for {

@@ -87,7 +87,7 @@ func TestFootprintAgainstBenchEtcd(t *testing.T) {
 			}
 			cfg := steps.DefaultConfig()
 			cfg.Namespace = "bench-etcd"
-			got := recordFootprint(cm, spec, jobspec.Anchor{Name: id, Namespace: "bench-etcd"}, cfg)
+			got := recordFootprint(cm, spec, taskmeta.Anchor{Name: id, Namespace: "bench-etcd"}, cfg)
 			if rec, err := strconv.ParseInt(cm.Annotations[taskmeta.AnnotationSize], 10, 64); err != nil || rec != got {
 				t.Errorf("recorded %q, estimated %d", cm.Annotations[taskmeta.AnnotationSize], got)
 			}
@@ -111,9 +111,9 @@ func TestFootprintAgainstBenchEtcd(t *testing.T) {
 // and the fixed part of an executor.
 func TestFootprint(t *testing.T) {
 	job := func(task *taskspec.Task, i int) int64 {
-		return int64(jobspec.ExecutorJob(jobspec.Anchor{Name: "task-1", Namespace: "tes", UID: sizeUID}, task, i, jobspec.DefaultConfig()).Size())
+		return int64(jobspec.ExecutorJob(taskmeta.Anchor{Name: "task-1", Namespace: "tes", UID: sizeUID}, task, i, jobspec.DefaultConfig()).Size())
 	}
-	a := jobspec.Anchor{Name: "task-1", Namespace: "tes"}
+	a := taskmeta.Anchor{Name: "task-1", Namespace: "tes"}
 	conv := func(body string) *taskspec.Task {
 		t.Helper()
 		task, err := DecodeTask([]byte(body))
@@ -182,7 +182,7 @@ func TestDefaultBacklogSizing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	smallest := Footprint(700, spec, jobspec.Anchor{Name: "task-ubmn4u1vs9f0b753d", Namespace: "tesk"}, steps.DefaultConfig())
+	smallest := Footprint(700, spec, taskmeta.Anchor{Name: "task-ubmn4u1vs9f0b753d", Namespace: "tesk"}, steps.DefaultConfig())
 	if n := b.Bytes / smallest; n < 180 || n > int64(b.Tasks) {
 		t.Errorf("the byte bound holds %d of the smallest tasks (%d bytes each), want about 190, at most the bound of %d tasks", n, smallest, b.Tasks)
 	}

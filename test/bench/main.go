@@ -694,7 +694,7 @@ func createWaitingTasks(ctx context.Context, c *cluster.Cluster, ns string, from
 		if err != nil {
 			return err
 		}
-		job := jobspec.ExecutorJob(jobspec.Anchor{Name: task, Namespace: ns, UID: cm.UID},
+		job := jobspec.ExecutorJob(taskmeta.Anchor{Name: task, Namespace: ns, UID: cm.UID},
 			&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, jobspec.DefaultConfig())
 		yes := true
 		job.Spec.Suspend = &yes

@@ -190,7 +190,7 @@ func createOwner(ctx context.Context, c *cluster.Cluster, ns string, i int, gz [
 			return err
 		}
 		if n == 0 {
-			job := jobspec.ExecutorJob(jobspec.Anchor{Name: task, Namespace: ns, UID: cm.UID},
+			job := jobspec.ExecutorJob(taskmeta.Anchor{Name: task, Namespace: ns, UID: cm.UID},
 				&taskspec.Task{Executors: []batchv1.Job{executorJob(task, 0)}}, 0, jobspec.DefaultConfig())
 			yes := true
 			job.Spec.Suspend = &yes

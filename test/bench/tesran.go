@@ -104,7 +104,7 @@ func runTESTasks(ctx context.Context, c *cluster.Cluster, ns string, ids []strin
 // holds what a namespace of tasks holds besides its anchors, for the
 // views' LISTs of jobs and pods to select from.
 func besideAnchor(ctx context.Context, c *cluster.Cluster, cm *corev1.ConfigMap) error {
-	job := jobspec.ExecutorJob(jobspec.Anchor{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
+	job := jobspec.ExecutorJob(taskmeta.Anchor{Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID},
 		&taskspec.Task{Executors: []batchv1.Job{executorJob(cm.Name, 0)}}, 0, jobspec.DefaultConfig())
 	yes := true
 	job.Spec.Suspend = &yes

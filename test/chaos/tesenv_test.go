@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
@@ -40,7 +40,7 @@ func estimate(t *testing.T, task Task) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tes.Footprint(int64(cm.Size()), spec, jobspec.Anchor{Name: id, Namespace: "chaos"}, steps.DefaultConfig())
+	return tes.Footprint(int64(cm.Size()), spec, taskmeta.Anchor{Name: id, Namespace: "chaos"}, steps.DefaultConfig())
 }
 
 // TestTESEnvAdmitsTheRun: the TES API of a chaos run admits all its tasks,
