@@ -37,7 +37,7 @@ func notifyServer(prefix string, objs ...runtime.Object) *Server {
 // anchorOf is the anchor of task in namespace tesk, its tag
 // tesk.notify_url naming addr ("": no such tag).
 func anchorOf(task, addr string) *corev1.ConfigMap {
-	a := taskmeta.NewAnchor("tesk", task, nil)
+	a := taskmeta.NewAnchor("tesk", task, nil, taskmeta.AnchorInfo{})
 	tags := map[string]string{"project": "p1"}
 	if addr != "" {
 		tags[taskmeta.TagNotifyURL] = addr

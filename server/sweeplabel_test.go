@@ -25,7 +25,7 @@ import (
 func TestSweepLabelsTasksEndedWithoutTheStateLabel(t *testing.T) {
 	ended := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	anchor := func(name string, ann, labels map[string]string) *corev1.ConfigMap {
-		cm := taskmeta.NewAnchor("tesk", name, nil)
+		cm := taskmeta.NewAnchor("tesk", name, nil, taskmeta.AnchorInfo{})
 		cm.CreationTimestamp = metav1.NewTime(time.Now().Add(-2 * time.Hour))
 		cm.Annotations[taskmeta.AnnotationTTL] = "none"
 		for k, v := range ann {

@@ -23,7 +23,7 @@ func TestSweepReportsUsers(t *testing.T) {
 		s, rec := newObservedServer(t)
 		s.Runner.Config.MetricsUsers = named
 		anchor := func(name, owner string, waiting bool) *corev1.ConfigMap {
-			cm := taskmeta.NewAnchor("tesk", name, nil)
+			cm := taskmeta.NewAnchor("tesk", name, nil, taskmeta.AnchorInfo{})
 			cm.CreationTimestamp = metav1.Now() // within the grace: the sweep leaves it to its submission
 			cm.Labels[taskmeta.LabelCreator] = owner
 			if waiting {

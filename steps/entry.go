@@ -29,7 +29,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take from events (TRUST_EVENTS is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)
 	}
 	if len(input) > 0 {
-		cm := taskmeta.NewAnchor(ns, task, taskspec.Gzip(input))
+		cm := taskmeta.NewAnchor(ns, task, taskspec.Gzip(input), taskmeta.AnchorInfo{})
 		var bad error
 		if spec, bad = taskspec.Decode(input); bad == nil {
 			bad = r.admit(spec, ns)

@@ -1,6 +1,7 @@
 package taskmeta
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -18,13 +19,14 @@ import (
 // format alone (CheckFormat).
 const Format = 1
 
-// NewAnchor is a task's anchor ConfigMap: named for the task, labelled with
-// it (how the steps, the sweep, the TES API and TESK's tooling find it),
-// marked with the record format (AnnotationFormat), and holding its task
-// JSON, gzipped (taskspec.ConfigMapKey). Whoever creates a task adds what
-// they know besides (the creator, the name, the submitted TES task).
-func NewAnchor(ns, task string, taskJSONGzipped []byte) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
+// NewAnchor is a task's anchor ConfigMap, the one builder of it: named for
+// the task, labelled with it (how the steps, the sweep, the TES API and
+// TESK's tooling find it), marked with the record format
+// (AnnotationFormat), holding its task JSON, gzipped (taskspec.ConfigMapKey),
+// and what its creator knows besides (info: the TES API's the creator, the
+// name, the submitted TES task).
+func NewAnchor(ns, task string, taskJSONGzipped []byte, info AnchorInfo) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        task,
 			Namespace:   ns,
@@ -32,6 +34,51 @@ func NewAnchor(ns, task string, taskJSONGzipped []byte) *corev1.ConfigMap {
 			Annotations: map[string]string{AnnotationFormat: strconv.Itoa(Format)},
 		},
 		BinaryData: map[string][]byte{taskspec.ConfigMapKey: taskJSONGzipped},
+	}
+	info.write(cm)
+	return cm
+}
+
+// AnchorInfo is what a task's creator knows of it besides its task JSON;
+// its zero value adds nothing to the anchor.
+type AnchorInfo struct {
+	// SubmittedBy says what wrote the task (AnnotationSubmittedBy), e.g.
+	// SubmittedByTESAPI.
+	SubmittedBy string
+	// TESTask is the submitted TES task, gzipped JSON (TESTaskKey).
+	TESTask []byte
+	// OrderedID labels a task whose id orders by its time (LabelOrderedID).
+	OrderedID bool
+	// CreatorLabel is the label-safe form of who created the task
+	// (LabelCreator); with it, Creator is their subject (AnnotationCreator).
+	CreatorLabel, Creator string
+	// Name is the task's name (AnnotationTaskName).
+	Name string
+	// Tags are the task's TES tags (AnnotationTags).
+	Tags map[string]string
+}
+
+// write puts what info holds on an anchor.
+func (info AnchorInfo) write(cm *corev1.ConfigMap) {
+	if info.SubmittedBy != "" {
+		cm.Annotations[AnnotationSubmittedBy] = info.SubmittedBy
+	}
+	if info.TESTask != nil {
+		cm.BinaryData[TESTaskKey] = info.TESTask
+	}
+	if info.OrderedID {
+		cm.Labels[LabelOrderedID] = "true"
+	}
+	if info.CreatorLabel != "" {
+		cm.Labels[LabelCreator] = info.CreatorLabel
+		cm.Annotations[AnnotationCreator] = info.Creator
+	}
+	if info.Name != "" {
+		cm.Annotations[AnnotationTaskName] = info.Name
+	}
+	if len(info.Tags) > 0 {
+		b, _ := json.Marshal(info.Tags)
+		cm.Annotations[AnnotationTags] = string(b)
 	}
 }
 

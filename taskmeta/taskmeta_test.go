@@ -131,11 +131,11 @@ func TestStuckReason(t *testing.T) {
 }
 
 func TestAnchor(t *testing.T) {
-	cm := NewAnchor("ns", "task-1234abcd", []byte("gz"))
+	cm := NewAnchor("ns", "task-1234abcd", []byte("gz"), AnchorInfo{})
 	if !IsAnchor(cm.ObjectMeta) || cm.Namespace != "ns" || string(cm.BinaryData["JSON_INPUT.gz"]) != "gz" || cm.Annotations == nil {
 		t.Errorf("anchor %+v", cm)
 	}
-	other := NewAnchor("ns", "task-1234abcd-filer-config", nil)
+	other := NewAnchor("ns", "task-1234abcd-filer-config", nil, AnchorInfo{})
 	other.Labels[LabelTask] = "task-1234abcd"
 	for _, m := range []metav1.ObjectMeta{other.ObjectMeta, {}, {Name: "x"}} {
 		if IsAnchor(m) {
@@ -153,7 +153,7 @@ func TestAnchor(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	if f, err := FormatOf(NewAnchor("ns", "task-1234abcd", nil).ObjectMeta); err != nil || f != Format || Format != 1 {
+	if f, err := FormatOf(NewAnchor("ns", "task-1234abcd", nil, AnchorInfo{}).ObjectMeta); err != nil || f != Format || Format != 1 {
 		t.Errorf("a new anchor's format: %d %v, want %d", f, err, Format)
 	}
 	ann := func(v string) metav1.ObjectMeta {

@@ -20,8 +20,9 @@ import (
 )
 
 // BuildAnchor is the ConfigMap that anchors a task created through the TES
-// API: labelled as the steps and TESK's tooling know it, holding the
-// taskmaster's JSON and the submitted task.
+// API (taskmeta.NewAnchor): labelled as the steps and TESK's tooling know
+// it, holding the taskmaster's JSON and the submitted task; an error if the
+// two are too large for a ConfigMap.
 func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*corev1.ConfigMap, error) {
 	stored := *t
 	stored.ID, stored.State, stored.Logs, stored.CreationTime = "", "", nil, ""
@@ -29,23 +30,11 @@ func BuildAnchor(ns, id string, t *tesv1.Task, taskJSON []byte, c Caller) (*core
 	if err != nil {
 		return nil, err
 	}
-	cm := taskmeta.NewAnchor(ns, id, taskspec.Gzip(taskJSON))
-	cm.Annotations[taskmeta.AnnotationSubmittedBy] = taskmeta.SubmittedByTESAPI
-	cm.BinaryData[taskmeta.TESTaskKey] = taskspec.Gzip(raw)
-	if _, ordered := taskmeta.IDTime(id); ordered {
-		cm.Labels[taskmeta.LabelOrderedID] = "true"
-	}
-	if c.Label != "" {
-		cm.Labels[taskmeta.LabelCreator] = c.Label
-		cm.Annotations[taskmeta.AnnotationCreator] = c.Subject
-	}
-	if t.Name != "" {
-		cm.Annotations[taskmeta.AnnotationTaskName] = t.Name
-	}
-	if len(t.Tags) > 0 {
-		b, _ := json.Marshal(t.Tags)
-		cm.Annotations[taskmeta.AnnotationTags] = string(b)
-	}
+	_, ordered := taskmeta.IDTime(id)
+	cm := taskmeta.NewAnchor(ns, id, taskspec.Gzip(taskJSON), taskmeta.AnchorInfo{
+		SubmittedBy: taskmeta.SubmittedByTESAPI, TESTask: taskspec.Gzip(raw), OrderedID: ordered,
+		CreatorLabel: c.Label, Creator: c.Subject, Name: t.Name, Tags: t.Tags,
+	})
 	if n := len(cm.BinaryData[taskspec.ConfigMapKey]) + len(cm.BinaryData[taskmeta.TESTaskKey]); n > taskspec.MaxSize-64<<10 {
 		return nil, bad("the task is too large: %d bytes compressed, a task's ConfigMap holds at most about %d", n, taskspec.MaxSize-64<<10)
 	}

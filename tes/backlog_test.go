@@ -59,7 +59,7 @@ func (a *apiTest) followMetadata(lag bool) *[]metav1.ListOptions {
 // size recorded).
 func (a *apiTest) anchorOf(name, user, state string, size int64) {
 	a.t.Helper()
-	cm := taskmeta.NewAnchor("tes", name, []byte("x"))
+	cm := taskmeta.NewAnchor("tes", name, []byte("x"), taskmeta.AnchorInfo{})
 	if user != "" {
 		cm.Labels[taskmeta.LabelCreator] = user
 	}
@@ -136,7 +136,7 @@ func TestUnfinishedTasksBound(t *testing.T) {
 		a.anchorOf(fmt.Sprintf("t-bob-%d", i), "bob", "", 0)
 	}
 	// A task's other ConfigMaps carry its label: not anchors, not counted.
-	other := taskmeta.NewAnchor("tes", "t-alice-1-extra", nil)
+	other := taskmeta.NewAnchor("tes", "t-alice-1-extra", nil, taskmeta.AnchorInfo{})
 	other.Labels[taskmeta.LabelTask], other.Labels[taskmeta.LabelCreator] = "t-alice-1", "alice"
 	if _, err := a.client.CoreV1().ConfigMaps("tes").Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestBacklogsForgetExpired(t *testing.T) {
 	}
 	b.done("alice", "k1", "", t0)
 	b.done("alice", "k2", "t2", t0)
-	shown := []metav1.PartialObjectMetadata{{ObjectMeta: taskmeta.NewAnchor("tes", "t2", nil).ObjectMeta}}
+	shown := []metav1.PartialObjectMetadata{{ObjectMeta: taskmeta.NewAnchor("tes", "t2", nil, taskmeta.AnchorInfo{}).ObjectMeta}}
 	for _, c := range []struct {
 		name   string
 		items  []metav1.PartialObjectMetadata

@@ -502,7 +502,7 @@ func runTask(ctx context.Context, c *cluster.Cluster, url, ns, task string, trus
 	raw, _ := json.Marshal(spec)
 	data, _ := json.Marshal(map[string]any{"task": task, "input": json.RawMessage(raw)})
 	if !trust {
-		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, taskmeta.NewAnchor(ns, task, taskspec.Gzip(raw)), metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, taskmeta.NewAnchor(ns, task, taskspec.Gzip(raw), taskmeta.AnchorInfo{}), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		data, _ = json.Marshal(map[string]any{"task": task})
