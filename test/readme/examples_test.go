@@ -205,3 +205,72 @@ func TestTesctlExamplesAreFound(t *testing.T) {
 		}
 	}
 }
+
+// kubectlPage is the page whose troubleshooting gives the kubectl commands
+// a reader runs against make dev's local cluster.
+const kubectlPage = "docs/getting-started.md"
+
+// docTask is the placeholder the kubectl commands leave for the task; the
+// cluster test puts in its place the id of a task that ended COMPLETE.
+const docTask = "<task>"
+
+// kubectlExamples are the lines of kubectlPage's sh blocks that set up
+// kubectl for make dev's cluster (export KUBECONFIG, export PATH) and the
+// kubectl commands for its namespace, default (those without -n: the
+// others are for a deployment's namespaces).
+func kubectlExamples(t *testing.T, root string) []string {
+	t.Helper()
+	return shCommands(t, filepath.Join(root, kubectlPage), func(cmd string) bool {
+		return strings.HasPrefix(cmd, "export KUBECONFIG=") || strings.HasPrefix(cmd, "export PATH=") ||
+			strings.HasPrefix(cmd, "kubectl ") && !strings.Contains(cmd, " -n ")
+	})
+}
+
+// The kubectl commands the cluster test runs are where the page keeps
+// them: make dev's kubeconfig and the kubectl built with the control plane
+// first, then the anchor, the task's objects, an executor's log and the
+// outputs filer's record of the uploaded files, each naming the task.
+func TestKubectlExamplesAreFound(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	cmds := kubectlExamples(t, root)
+	if len(cmds) < 2 || withoutComment(cmds[0]) != "export KUBECONFIG=.cluster/kubeconfig" || withoutComment(cmds[1]) != `export PATH="$(./test/cluster/build.sh | tail -1)/bin:$PATH"` {
+		t.Errorf("%s does not set make dev's kubeconfig and the cluster build's kubectl before its kubectl commands: %q", kubectlPage, cmds)
+	}
+	kubectl := 0
+	var code []string
+	for _, c := range cmds {
+		code = append(code, withoutComment(c))
+		if strings.HasPrefix(c, "kubectl ") {
+			kubectl++
+			if !strings.Contains(c, docTask) {
+				t.Errorf("%q names no %s", c, docTask)
+			}
+		}
+	}
+	for _, want := range []string{"kubectl get configmap <task> -o yaml", "kubectl get jobs,pods,pvc -l taskmaster-name=<task>",
+		"kubectl logs job/<task>-ex-00", "kubectl get job <task>-outputs-filer -o jsonpath='{.metadata.annotations.output-file-logs}'"} {
+		if !slices.Contains(code, want) {
+			t.Errorf("no kubectl example of %s has %q: %q", kubectlPage, want, cmds)
+		}
+	}
+	// The cluster test finds that kwok's pods have no log, as make dev
+	// plays them: the page says so.
+	page, err := os.ReadFile(filepath.Join(root, kubectlPage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "`kubectl logs` answers `no logs found for container`") {
+		t.Errorf("%s does not say that kubectl logs finds no log on kwok's nodes", kubectlPage)
+	}
+	if kubectl != 4 {
+		t.Errorf("%s has %d kubectl commands for make dev's cluster, the test knows 4: %q", kubectlPage, kubectl, cmds)
+	}
+}
+
+// withoutComment is a command line without its trailing # comment.
+func withoutComment(cmd string) string {
+	if i := strings.Index(cmd, " #"); i >= 0 {
+		cmd = cmd[:i]
+	}
+	return strings.TrimSpace(cmd)
+}

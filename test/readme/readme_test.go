@@ -2,8 +2,9 @@
 
 // Package readme runs the curl examples of the README and of the pages
 // they moved to (docs/events.md, docs/getting-started.md, docs/tes-api.md)
-// against the handler and the TES API as `make dev` runs them, so that
-// they cannot rot.
+// against the handler and the TES API as `make dev` runs them, the tesctl
+// commands of the README and docs/, and the kubectl commands of
+// docs/getting-started.md's troubleshooting, so that they cannot rot.
 package readme
 
 import (

@@ -24,7 +24,9 @@ import (
 // docs/getting-started.md and docs/tes-api.md against the TES API and the
 // handler as `make dev` runs them: <id> is the task the create example
 // before it made, <next_page_token> the token of the list before. Then the
-// tesctl commands of the README and docs/ (runTesctlExamples).
+// tesctl commands of the README and docs/ (runTesctlExamples), and the
+// kubectl commands of docs/getting-started.md's troubleshooting
+// (runKubectlExamples).
 func TestREADMETESExamples(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	cmds := tesExamples(t, root)
@@ -90,6 +92,8 @@ func TestREADMETESExamples(t *testing.T) {
 	}
 	// The same with tesctl, on the same cluster.
 	runTesctlExamples(t, root, dir, addr)
+	// The troubleshooting's kubectl commands on a task that completed.
+	runKubectlExamples(t, root, c, addr)
 	// The dashboard, at the address the README gives (http://localhost:8081/
 	// with make dev): / leads to it; it knows the API needs no token here.
 	resp, err := http.Get("http://" + addr + "/")

@@ -94,11 +94,18 @@ func runTesctlExamples(t *testing.T, root, dir, addr string) {
 // and returns its exit code and output.
 func runTesctl(t *testing.T, root, addr, run string) (int, string, string) {
 	t.Helper()
+	return runShell(t, root, []string{"TES_URL=http://" + addr}, run)
+}
+
+// runShell runs a command line with bash in root, with env added to the
+// environment, and returns its exit code and output.
+func runShell(t *testing.T, root string, env []string, run string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", run)
 	sh.Dir = root
-	sh.Env = append(os.Environ(), "TES_URL=http://"+addr)
+	sh.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &errb
 	err := sh.Run()
