@@ -218,11 +218,16 @@ const docTask = "<task>"
 // kubectl for make dev's cluster (export KUBECONFIG, export PATH) and the
 // kubectl commands for its namespace, default (those without -n: the
 // others are for a deployment's namespaces).
+// handlerViewExample begins the troubleshooting's curl of the handler's
+// view of a task, which runs with the kubectl commands.
+const handlerViewExample = "curl -sS localhost:8080/tasks/default/"
+
 func kubectlExamples(t *testing.T, root string) []string {
 	t.Helper()
 	return shCommands(t, filepath.Join(root, kubectlPage), func(cmd string) bool {
 		return strings.HasPrefix(cmd, "export KUBECONFIG=") || strings.HasPrefix(cmd, "export PATH=") ||
-			strings.HasPrefix(cmd, "kubectl ") && !strings.Contains(cmd, " -n ")
+			strings.HasPrefix(cmd, "kubectl ") && !strings.Contains(cmd, " -n ") ||
+			strings.HasPrefix(cmd, handlerViewExample)
 	})
 }
 
@@ -247,7 +252,7 @@ func TestKubectlExamplesAreFound(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"kubectl get configmap <task> -o yaml", "kubectl get jobs,pods,pvc -l taskmaster-name=<task>",
+	for _, want := range []string{handlerViewExample + "<task>", "kubectl get configmap <task> -o yaml", "kubectl get jobs,pods,pvc -l taskmaster-name=<task>",
 		"kubectl logs job/<task>-ex-00", "kubectl get job <task>-outputs-filer -o jsonpath='{.metadata.annotations.output-file-logs}'"} {
 		if !slices.Contains(code, want) {
 			t.Errorf("no kubectl example of %s has %q: %q", kubectlPage, want, cmds)

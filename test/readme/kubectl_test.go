@@ -32,8 +32,9 @@ const (
 // admin kubeconfig in place of .cluster/kubeconfig; PATH as the page sets
 // it, which gives the kubectl of the cluster build), <task> a task of
 // examples/tes-task.json submitted to the TES API at addr (namespace
-// default) that ended COMPLETE. The logs command runs for the filers too, as
-// its comment says. Each exits 0 and prints what the page says it prints.
+// default) that ended COMPLETE, the block's curl at the handler's view at
+// handler. The logs command runs for the filers too, as its comment says.
+// Each exits 0 and prints what the page says it prints.
 //
 // It runs them on two tasks. On the first, kwok plays the pods without a
 // log, as on make dev's kwok nodes: kubectl logs answers that there is none
@@ -42,7 +43,7 @@ const (
 // what the containers print on a real node (the second executor's result,
 // the outputs filer's TESK_OUTPUT_FILE_LOGS line): kubectl logs prints it,
 // and the jsonpath the uploaded file the service read from it.
-func runKubectlExamples(t *testing.T, root string, c *cluster.Cluster, addr string) {
+func runKubectlExamples(t *testing.T, root string, c *cluster.Cluster, addr, handler string) {
 	t.Helper()
 	var setup, cmds []string
 	for _, cmd := range kubectlExamples(t, root) {
@@ -78,7 +79,7 @@ func runKubectlExamples(t *testing.T, root string, c *cluster.Cluster, addr stri
 		}
 		waitTESComplete(t, "http://"+addr+"/ga4gh/tes/v1/tasks/"+id)
 		for i, cmd := range cmds {
-			run := strings.ReplaceAll(cmd, docTask, id)
+			run := strings.ReplaceAll(strings.ReplaceAll(cmd, docTask, id), "localhost:8080", handler)
 			code, stdout, stderr := runShell(t, root, nil, prefix+run)
 			t.Logf("kubectl example %d (pods with a log: %v): %s\nexit %d\n%s%s", i+1, logs, run, code, stdout, stderr)
 			if strings.HasPrefix(cmd, "kubectl logs ") {
@@ -95,6 +96,11 @@ func runKubectlExamples(t *testing.T, root string, c *cluster.Cluster, addr stri
 				continue
 			}
 			switch {
+			case strings.HasPrefix(cmd, handlerViewExample):
+				var view map[string]any
+				if err := json.Unmarshal([]byte(stdout), &view); err != nil || view["id"] != id || view["state"] != tesv1.StateComplete {
+					t.Errorf("kubectl example %d, the handler's view: %v %v, want the task %s COMPLETE:\n%s", i+1, view, err, id, stdout)
+				}
 			case strings.HasPrefix(cmd, "kubectl get configmap "):
 				for _, w := range []string{"kind: ConfigMap", "  name: " + id + "\n", taskmeta.AnnotationProgress + ": ", taskmeta.AnnotationState + ": " + tesv1.StateComplete + "\n"} {
 					if !strings.Contains(stdout, w) {

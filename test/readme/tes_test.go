@@ -93,7 +93,7 @@ func TestREADMETESExamples(t *testing.T) {
 	// The same with tesctl, on the same cluster.
 	runTesctlExamples(t, root, dir, addr)
 	// The troubleshooting's kubectl commands on a task that completed.
-	runKubectlExamples(t, root, c, addr)
+	runKubectlExamples(t, root, c, addr, fmt.Sprintf("127.0.0.1:%d", port))
 	// The dashboard, at the address the README gives (http://localhost:8081/
 	// with make dev): / leads to it; it knows the API needs no token here.
 	resp, err := http.Get("http://" + addr + "/")
