@@ -9,52 +9,19 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // teskAPIExecutor is an executor's job as the TESK API writes it with every
-// option it has: the pod template named after the job, the executor
-// secret, the pod security context from its ConfigMap, requests and limits,
-// environment values, a working directory.
-func teskAPIExecutor() batchv1.Job {
-	uid, gid := int64(1000), int64(1000)
-	yes := true
-	return batchv1.Job{
-		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        "task-1234abcd-ex-00",
-			Labels:      map[string]string{"job-type": "executor", "taskmaster-name": "task-1234abcd", "executor-no": "0", "creator-user-id": "alice"},
-			Annotations: map[string]string{"tes-task-name": "align"},
-		},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Name: "task-1234abcd-ex-00"},
-			Spec: corev1.PodSpec{
-				RestartPolicy:   corev1.RestartPolicyNever,
-				SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid, RunAsNonRoot: &yes},
-				Containers: []corev1.Container{{
-					Name:       "task-1234abcd-ex-00",
-					Image:      "quay.io/biocontainers/bwa:0.7.17",
-					Command:    []string{"/bin/sh", "-c", "bwa index /data/ref.fa > /data/out.txt"},
-					Env:        []corev1.EnvVar{{Name: "THREADS", Value: "4"}},
-					WorkingDir: "/data",
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")},
-						Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "tesk-creds", MountPath: "/secret", ReadOnly: true}},
-				}},
-				Volumes: []corev1.Volume{{Name: "tesk-creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tesk-creds"}}}},
-			},
-		}},
-	}
-}
+// option it has (test/taskfixtures).
+var teskAPIExecutor = taskfixtures.TESKAPIExecutor
 
 func admitConfig() Config {
 	cfg := DefaultConfig()

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 )
 
 // Fixtures shared by the tests of the package: a task as the TESK API passes
@@ -29,52 +29,14 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func ago(d time.Duration) time.Time { return t0.Add(-d) }
 
-// executorSpec is an executor's job as the TESK API converts it.
-func executorSpec(i int, image string) batchv1.Job {
-	return batchv1.Job{
-		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        "api-given-name",
-			Labels:      map[string]string{"job-type": "executor", "executor-no": "99", "creator-user-id": "user-1"},
-			Annotations: map[string]string{"tes-task-name": "hello"},
-		},
-		Spec: batchv1.JobSpec{
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"creator-user-id": "user-1"}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
-						Name:    "task-1234abcd-ex-" + string(rune('0'+i)),
-						Image:   image,
-						Command: []string{"sh", "-c", "echo hello"},
-					}},
-				},
-			},
-		},
-	}
-}
-
-// taskWith returns a task with n executors, changed by mods.
-func taskWith(n int, mods ...func(*taskspec.Task)) *taskspec.Task {
-	t := &taskspec.Task{Resources: taskspec.Resources{DiskGB: 2}}
-	for i := 0; i < n; i++ {
-		t.Executors = append(t.Executors, executorSpec(i, "alpine:3"))
-	}
-	for _, m := range mods {
-		m(t)
-	}
-	return t
-}
-
-func withInput(t *taskspec.Task) {
-	t.Inputs = append(t.Inputs, taskspec.Input{URL: "https://example.org/in.txt", Path: "/data/in/in.txt", Type: taskspec.TypeFile})
-}
-
-func withOutput(t *taskspec.Task) {
-	t.Outputs = append(t.Outputs, taskspec.Output{URL: "s3://bucket/out.txt", Path: "/data/out/out.txt", Type: taskspec.TypeFile})
-}
-
-func withVolume(t *taskspec.Task) { t.Volumes = append(t.Volumes, "/scratch") }
+// The tasks shared with package jobspec's tests (test/taskfixtures).
+var (
+	executorSpec = taskfixtures.ExecutorSpec
+	taskWith     = taskfixtures.TaskWith
+	withInput    = taskfixtures.WithInput
+	withOutput   = taskfixtures.WithOutput
+	withVolume   = taskfixtures.WithVolume
+)
 
 // fullParts is the sequence of a task with inputs, two executors and outputs.
 var fullParts = []string{taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00", "ex-01", taskmeta.PartOutputsFiler}
