@@ -12,6 +12,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 )
 
 // TestTaskPodsAreHardened: executors and filers run without a
@@ -19,18 +20,7 @@ import (
 // EXECUTOR_SERVICE_ACCOUNT with the executors' security context, which a
 // task may only tighten (behaviour §3.13).
 func TestTaskPodsAreHardened(t *testing.T) {
-	noToken := func(t *testing.T, ps corev1.PodSpec, sa string) {
-		t.Helper()
-		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
-			t.Errorf("automountServiceAccountToken %v, want false", ps.AutomountServiceAccountToken)
-		}
-		if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
-			t.Errorf("enableServiceLinks %v, want false", ps.EnableServiceLinks)
-		}
-		if ps.ServiceAccountName != sa {
-			t.Errorf("serviceAccountName %q, want %q", ps.ServiceAccountName, sa)
-		}
-	}
+	noToken := taskfixtures.NoServiceAccountToken
 	t.Run("the defaults", func(t *testing.T) {
 		ex := ExecutorJob(testAnchor, taskWith(1), 0, DefaultConfig()).Spec.Template.Spec
 		noToken(t, ex, "")

@@ -13,6 +13,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/filer"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -832,18 +833,7 @@ func wantInt(t *testing.T, name string, got, want int) {
 // TestSettingsShapeTheJobs: the settings LoadEnv reads reach the jobs
 // (behaviour §3, §3.13).
 func TestSettingsShapeTheJobs(t *testing.T) {
-	noToken := func(t *testing.T, ps corev1.PodSpec, sa string) {
-		t.Helper()
-		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
-			t.Errorf("automountServiceAccountToken %v, want false", ps.AutomountServiceAccountToken)
-		}
-		if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
-			t.Errorf("enableServiceLinks %v, want false", ps.EnableServiceLinks)
-		}
-		if ps.ServiceAccountName != sa {
-			t.Errorf("serviceAccountName %q, want %q", ps.ServiceAccountName, sa)
-		}
-	}
+	noToken := taskfixtures.NoServiceAccountToken
 	t.Run("EXECUTOR_SERVICE_ACCOUNT and EXECUTOR_SECURITY_CONTEXT", func(t *testing.T) {
 		cfg, issues := LoadEnv(DefaultConfig(), func(k string) string {
 			return map[string]string{"EXECUTOR_SERVICE_ACCOUNT": "tesk-executor", "EXECUTOR_SECURITY_CONTEXT": `{"runAsNonRoot": true, "runAsUser": 1000}`}[k]

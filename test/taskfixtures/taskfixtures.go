@@ -4,6 +4,8 @@
 package taskfixtures
 
 import (
+	"testing"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -96,5 +98,21 @@ func TESKAPIExecutor() batchv1.Job {
 				Volumes: []corev1.Volume{{Name: "tesk-creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tesk-creds"}}}},
 			},
 		}},
+	}
+}
+
+// NoServiceAccountToken checks that a task's pod runs without a
+// ServiceAccount token and without the Services' environment, as the
+// ServiceAccount sa ("": the namespace's default).
+func NoServiceAccountToken(t *testing.T, ps corev1.PodSpec, sa string) {
+	t.Helper()
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Errorf("automountServiceAccountToken %v, want false", ps.AutomountServiceAccountToken)
+	}
+	if ps.EnableServiceLinks == nil || *ps.EnableServiceLinks {
+		t.Errorf("enableServiceLinks %v, want false", ps.EnableServiceLinks)
+	}
+	if ps.ServiceAccountName != sa {
+		t.Errorf("serviceAccountName %q, want %q", ps.ServiceAccountName, sa)
 	}
 }
