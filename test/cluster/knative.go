@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ const KnativeIngressImage = KnativeImageRegistry + "/kingress-standin:dev"
 var KnativeChanges = []string{
 	"ko:// references become images built here (" + KnativeImageRegistry + "/knative-<repo>-<command>:" + KnativeVersion + ")",
 	"CPU requests of Knative's containers lowered to 10m and their CPU limits removed, to fit the node's 2 cores",
-	"probes of Knative's containers answered within " + probeTimeout + " s, not 1 s: on the node's 2 shared cores, starting tasks' pods, a probe answered late restarted the in-memory channel's dispatcher, which loses the deliveries it holds (the Broker's asyncDelivery)",
+	"probes of Knative's containers answered within " + strconv.FormatInt(probeTimeoutSeconds, 10) + " s, not 1 s: on the node's 2 shared cores, starting tasks' pods, a probe answered late restarted the in-memory channel's dispatcher, which loses the deliveries it holds (the Broker's asyncDelivery)",
 	"the job sink, request-reply and the webhook's HorizontalPodAutoscaler left out (config/knative uses none of them)",
 	"config-network: ingress-class is the KIngress stand-in's (" + "standin.ingress.tesk.test" + ")",
 	"config-deployment: " + KnativeImageRegistry + " and dev.local skip tag resolution (already Serving's default), progress deadline 300s",
@@ -53,10 +54,7 @@ var KnativeChanges = []string{
 
 // probeTimeoutSeconds is the least time a probe of Knative's containers
 // waits for an answer (KnativeChanges).
-const (
-	probeTimeoutSeconds int64 = 5
-	probeTimeout              = "5"
-)
+const probeTimeoutSeconds int64 = 5
 
 // noImage is the image the eventing-integrations ConfigMaps name: there is
 // none here.
