@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
@@ -86,7 +87,7 @@ func TestEventAuth(t *testing.T) {
 	}
 
 	// The handler answers 401 to an event it refuses, before it reads it.
-	s := &Server{Runner: &steps.Runner{Config: steps.DefaultConfig()}, Log: zap.NewNop().Sugar(), Auth: auth}
+	s := &Server{Runner: &runner.Runner{Config: steps.DefaultConfig()}, Log: zap.NewNop().Sugar(), Auth: auth}
 	e := s.Echo()
 	for _, c := range []struct {
 		authz string

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
@@ -31,7 +32,7 @@ func notifyServer(prefix string, objs ...runtime.Object) *Server {
 	cfg.Namespace = "tesk"
 	cfg.NotifyURLPrefixes = []string{prefix}
 	log := zap.NewNop().Sugar()
-	return &Server{Runner: &steps.Runner{Client: fake.NewSimpleClientset(objs...), Config: cfg, Log: log}, Namespace: "tesk", Log: log}
+	return &Server{Runner: &runner.Runner{Client: fake.NewSimpleClientset(objs...), Config: cfg, Log: log}, Namespace: "tesk", Log: log}
 }
 
 // anchorOf is the anchor of task in namespace tesk, its tag

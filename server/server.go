@@ -27,6 +27,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/httperr"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -38,7 +39,7 @@ const StepTimeout = 100 * time.Second
 
 // Server handles the events of one namespace.
 type Server struct {
-	Runner    *steps.Runner
+	Runner    *runner.Runner
 	Metadata  metadata.Interface
 	Namespace string
 	Log       *zap.SugaredLogger
@@ -95,7 +96,7 @@ func New(rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*Server, er
 	b := k8sevents.NewBroadcaster(&k8sevents.EventSinkImpl{Interface: client.EventsV1()})
 	b.StartRecordingToSink(make(chan struct{}))
 	return &Server{
-		Runner:     &steps.Runner{Client: client, Metadata: md, Config: cfg, Log: log, Recorder: b.NewRecorder(scheme.Scheme, ReportingController)},
+		Runner:     &runner.Runner{Client: client, Metadata: md, Config: cfg, Log: log, Recorder: b.NewRecorder(scheme.Scheme, ReportingController)},
 		Metadata:   md,
 		Namespace:  cfg.Namespace,
 		Log:        log,
@@ -189,12 +190,12 @@ func (s *Server) event(c echo.Context) error {
 		log = log.With("event", ev.ID(), "type", ev.Type(), "source", ev.Source())
 	}
 	res, ignored, err := s.take(ctx, log, ev, step, err)
-	var taken []steps.Result
+	var taken []runner.Result
 	switch r := res.(type) {
-	case steps.Result:
-		taken = []steps.Result{r}
+	case runner.Result:
+		taken = []runner.Result{r}
 		span.Ended(r.Ended)
-	case steps.SweepResult:
+	case runner.SweepResult:
 		taken = r.Stepped
 		if r.Counts != nil {
 			s.telemetry().SweptTasks(r.Counts.States, r.Counts.Queued(), r.Counts.Oldest)
@@ -247,17 +248,17 @@ func (s *Server) take(ctx context.Context, log *zap.SugaredLogger, ev *cloudeven
 		if step.Reason != "" {
 			log.Debugw("Pod reported stuck", "pod", step.Pod, "reason", step.Reason, "message", step.Message)
 		}
-		opts := steps.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods, Job: step.Job, Seen: step.Seen}
+		opts := runner.Options{Event: ev.ID(), Pods: step.Kind == events.KindPods, Job: step.Job, Seen: step.Seen}
 		if step.Deleted {
 			opts.GoneJob = step.Job
 		}
 		res, err = s.Runner.Reconcile(ctx, step.Namespace, step.Task, opts)
-		if errors.Is(err, steps.ErrUnknownTask) {
+		if errors.Is(err, runner.ErrUnknownTask) {
 			// A late event of a task that was deleted: nothing to do.
 			return map[string]string{"ignored": "unknown task " + step.Task}, true, nil
 		}
 	case events.KindSweep:
-		swept, shared, serr := s.sweeps.do(ctx, step.Namespace, func() (steps.SweepResult, error) {
+		swept, shared, serr := s.sweeps.do(ctx, step.Namespace, func() (runner.SweepResult, error) {
 			return s.Runner.Sweep(ctx, step.Namespace, ev.ID(), s.Metadata)
 		})
 		if shared {
@@ -328,7 +329,7 @@ func redactView(v tesv1.Task) tesv1.Task {
 // permission: the event comes again once it is fixed, or goes to the dead
 // letter sink).
 func statusOf(err error) int {
-	if errors.Is(err, steps.ErrUnknownTask) {
+	if errors.Is(err, runner.ErrUnknownTask) {
 		return http.StatusNotFound
 	}
 	return httperr.Status(err)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -24,7 +25,7 @@ func newTestServer() *Server {
 	cfg.TrustEvents = true // the tests send the task JSON in the events
 	log := zap.NewNop().Sugar()
 	return &Server{
-		Runner:    &steps.Runner{Client: fake.NewSimpleClientset(), Config: cfg, Log: log},
+		Runner:    &runner.Runner{Client: fake.NewSimpleClientset(), Config: cfg, Log: log},
 		Namespace: "tesk",
 		Log:       log,
 	}

@@ -13,10 +13,11 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
-// StateSink publishes the tasks' state changes (steps.StatePublisher) as
+// StateSink publishes the tasks' state changes (runner.StatePublisher) as
 // org.ga4gh.tes.task.state_changed CloudEvents to a sink: the Broker, as a
 // SinkBinding gives it (K_SINK), or STATE_EVENTS_SINK. Each event is tried
 // Attempts times, Backoff apart and doubling, for at most Timeout in all;
@@ -151,5 +152,5 @@ func (s *StateSink) sleep(ctx context.Context, d time.Duration) error {
 	if s.Sleep != nil {
 		return s.Sleep(ctx, d)
 	}
-	return steps.Sleep(ctx, d)
+	return runner.Sleep(ctx, d)
 }

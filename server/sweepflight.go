@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 )
 
 // sweepFlight runs one sweep of a namespace at a time: a ping that comes
@@ -19,14 +19,14 @@ type sweepFlight struct {
 
 type flight struct {
 	done   chan struct{}
-	res    steps.SweepResult
+	res    runner.SweepResult
 	err    error
 	joined int // pings that took this sweep's result
 }
 
 // do runs sweep, or waits for the sweep of ns already running. shared
 // reports that the result is another ping's sweep.
-func (f *sweepFlight) do(ctx context.Context, ns string, sweep func() (steps.SweepResult, error)) (res steps.SweepResult, shared bool, err error) {
+func (f *sweepFlight) do(ctx context.Context, ns string, sweep func() (runner.SweepResult, error)) (res runner.SweepResult, shared bool, err error) {
 	f.mu.Lock()
 	if f.running == nil {
 		f.running = map[string]*flight{}
@@ -38,7 +38,7 @@ func (f *sweepFlight) do(ctx context.Context, ns string, sweep func() (steps.Swe
 		case <-fl.done:
 			return fl.res, true, fl.err
 		case <-ctx.Done():
-			return steps.SweepResult{}, true, ctx.Err()
+			return runner.SweepResult{}, true, ctx.Err()
 		}
 	}
 	fl := &flight{done: make(chan struct{})}

@@ -52,7 +52,7 @@ func advance(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 		if cfg.MaxRun > 0 && prog.Began != nil {
 			plan.Deadline = prog.Began.Add(cfg.MaxRun)
 			if !now.Before(plan.Deadline) {
-				msg := fmt.Sprintf("The task ran past its time limit of %s (TASK_MAX_RUN_SECONDS) before %s could start", secs(cfg.MaxRun), describe(obs.Anchor.Name, toStart[len(toStart)-1]))
+				msg := fmt.Sprintf("The task ran past its time limit of %s (TASK_MAX_RUN_SECONDS) before %s could start", secs(cfg.MaxRun), DescribePart(obs.Anchor.Name, toStart[len(toStart)-1]))
 				plan.note("error", "%s", msg)
 				return stop(plan, prog.WithDone(passed...), cfg, failedState(toStart[len(toStart)-1]), msg)
 			}
@@ -109,7 +109,7 @@ func partJob(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now ti
 				return redo(plan, prog, obs, now, state), false
 			}
 		}
-		msg := fmt.Sprintf("%s was deleted while it ran", capitalize(describe(task, part)))
+		msg := fmt.Sprintf("%s was deleted while it ran", Capitalize(DescribePart(task, part)))
 		plan.note("error", "%s", msg)
 		return stop(plan, prog, cfg, tesv1.StateSystemError, msg), false
 	}
@@ -157,7 +157,7 @@ func redo(plan Plan, prog taskmeta.Progress, obs Observed, now time.Time, state 
 	}
 	plan = startParts(plan, prog, obs.Event, now, parts)
 	plan.note("warn", "%s recorded as started %s ago was never created (the step that recorded it was cut short and its event did not come again); creating it now",
-		capitalize(strings.Join(describeAll(obs.Anchor.Name, parts), ", ")), secs(now.Sub(prog.Last.At)))
+		Capitalize(strings.Join(describeAll(obs.Anchor.Name, parts), ", ")), secs(now.Sub(prog.Last.At)))
 	plan.State = state
 	return plan
 }
@@ -181,7 +181,7 @@ func startParts(plan Plan, prog taskmeta.Progress, event string, now time.Time, 
 func describeAll(task string, parts []string) []string {
 	out := make([]string, len(parts))
 	for i, p := range parts {
-		out[i] = describe(task, p)
+		out[i] = DescribePart(task, p)
 	}
 	return out
 }

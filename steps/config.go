@@ -86,9 +86,9 @@ type Config struct {
 	LogTailBytes int
 }
 
-// logTailBytes is how much of the end of each of an executor's streams is
+// LogTailLimit is how much of the end of each of an executor's streams is
 // kept.
-func (c Config) logTailBytes() int {
+func (c Config) LogTailLimit() int {
 	if c.LogTailBytes <= 0 {
 		return DefaultLogTailBytes
 	}

@@ -131,8 +131,8 @@ type Claim struct {
 	Cores float64
 }
 
-// addTTL adds the TTL the plan records to an anchor's annotations.
-func (p Plan) addTTL(ann map[string]string) {
+// AddTTL adds the TTL the plan records to an anchor's annotations.
+func (p Plan) AddTTL(ann map[string]string) {
 	if p.TTL != "" {
 		ann[taskmeta.AnnotationTTL] = p.TTL
 	}
@@ -262,7 +262,7 @@ func joinReason(reason, message string) string {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%d s", int64(d.Round(time.Second).Seconds())) }
 
-func capitalize(s string) string {
+func Capitalize(s string) string {
 	if s == "" {
 		return s
 	}

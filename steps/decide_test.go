@@ -891,7 +891,7 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 			if c.obs.Pods != nil {
 				compact.Pods = []*corev1.Pod{}
 				for _, pod := range c.obs.Pods {
-					compact.Pods = append(compact.Pods, compactPod(pod))
+					compact.Pods = append(compact.Pods, CompactPod(pod))
 				}
 			}
 			if got := Decide(compact, cfg, now); !reflect.DeepEqual(got, p) {

@@ -400,3 +400,6 @@ func ParsePodTimeout(v string) (time.Duration, error) {
 	}
 	return time.Duration(n * float64(time.Second)), nil
 }
+
+// ptrTo points at a copy of v.
+func ptrTo[T any](v T) *T { return &v }

@@ -1,13 +1,10 @@
 package steps
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -61,28 +58,5 @@ func TestTimeLimit(t *testing.T) {
 		if p.Final != nil || !p.Deadline.IsZero() {
 			t.Errorf("%s: final %+v, deadline %s", name, p.Final, p.Deadline)
 		}
-	}
-}
-
-// TestJobsGetTheTimeLeft: a job created within the limit gets what is left
-// of it as its activeDeadlineSeconds.
-func TestJobsGetTheTimeLeft(t *testing.T) {
-	began := ago(10 * time.Minute)
-	pr := progressOf([]string{"ex-00", "ex-01"}, "ev-1", began, "ex-00")
-	pr.Began = &began
-	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&pr, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(completed("ex-00")))
-	cfg := DefaultConfig()
-	cfg.Namespace = testNS
-	cfg.MaxRun = time.Hour
-	r := testRunner(api, cfg)
-	if _, err := r.Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-2"}); err != nil {
-		t.Fatal(err)
-	}
-	j, err := api.BatchV1().Jobs(testNS).Get(context.Background(), taskmeta.ObjectName(testTask, "ex-01"), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := j.Spec.ActiveDeadlineSeconds; d == nil || *d != 3000 {
-		t.Errorf("activeDeadlineSeconds %v, want 3000 (50 minutes left)", d)
 	}
 }

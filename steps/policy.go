@@ -51,7 +51,7 @@ func phaseOf(part string) string {
 }
 
 // describe names a part for messages.
-func describe(task, part string) string {
+func DescribePart(task, part string) string {
 	if part == taskmeta.PartPVC {
 		return fmt.Sprintf("PVC '%s'", taskmeta.PVCName(task))
 	}
@@ -68,3 +68,6 @@ func podsOfJob(pods []*corev1.Pod, job string) []*corev1.Pod {
 	}
 	return out
 }
+
+// Anchor is taskmeta.Anchor, the object that owns a task's PVC and jobs.
+type Anchor = taskmeta.Anchor

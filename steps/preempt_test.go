@@ -13,15 +13,6 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
-// disruptedPod is a pod of the part's job that the cluster took away: its
-// DisruptionTarget condition set, then failed (its container stopped).
-func disruptedPod(part, suffix string, reason string) *corev1.Pod {
-	p := podOf(part, corev1.PodFailed, ago(time.Minute))
-	p.Name = taskmeta.ObjectName(testTask, part) + "-" + suffix
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, Message: "details of " + reason}}
-	return p
-}
-
 // exitedPod is a pod of the part's job whose command exited non-zero.
 func exitedPod(part, suffix string) *corev1.Pod {
 	p := podOf(part, corev1.PodFailed, ago(time.Minute))
@@ -106,32 +97,5 @@ func TestPreemption(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// The count is written on the job on the condition that the job is as the
-// step read it: a step that finds the job changed decides again and counts
-// each pod once; a pod counted before is not written again.
-func TestRecordingAPreemption(t *testing.T) {
-	prog := progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")
-	api := newFakeAPI(t, anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)),
-		owned(running("ex-00")), disruptedPod("ex-00", "a", "EvictionByEvictionAPI"))
-	job := taskmeta.ObjectName(testTask, "ex-00")
-	api.inject("patch", "jobs", job, errConflict, 1)
-	cfg := DefaultConfig()
-	for _, ev := range []string{"ev-pod", "ev-pod-again"} {
-		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: ev, Pods: true}); err != nil {
-			t.Fatalf("Reconcile %s: %v", ev, err)
-		}
-	}
-	if got := taskmeta.PreemptedPods(api.job("ex-00")); !slices.Equal(got, []string{job + "-a"}) {
-		t.Errorf("counted %v, want the pod once", got)
-	}
-	// The conflicted patch, then one that took.
-	if n := api.count("patch", "jobs", job); n != 2 {
-		t.Errorf("%d patches of the job, want 2", n)
-	}
-	if a := api.anchor(); a.Annotations[taskmeta.AnnotationState] != "" {
-		t.Errorf("the task ended (%s) under the bound", a.Annotations[taskmeta.AnnotationState])
 	}
 }

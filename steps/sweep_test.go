@@ -131,19 +131,19 @@ func TestSweepPageCounts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var anchors []metav1.ObjectMeta
-			jobsOf := map[string][]sweptJob{}
+			jobsOf := map[string][]SweptJob{}
 			podsOf := map[string][]*corev1.Pod{}
 			for _, s := range c.tasks {
 				anchors = append(anchors, s.anchor)
 				for _, j := range s.jobs {
-					jobsOf[j.Labels[taskmeta.LabelTask]] = append(jobsOf[j.Labels[taskmeta.LabelTask]], sweep(j))
+					jobsOf[j.Labels[taskmeta.LabelTask]] = append(jobsOf[j.Labels[taskmeta.LabelTask]], Swept(j))
 				}
 				for _, p := range s.pods {
-					podsOf[p.Labels[taskmeta.LabelTask]] = append(podsOf[p.Labels[taskmeta.LabelTask]], compactPod(p))
+					podsOf[p.Labels[taskmeta.LabelTask]] = append(podsOf[p.Labels[taskmeta.LabelTask]], CompactPod(p))
 				}
 			}
 			counts := NewTaskCounts()
-			unstarted, due, _ := sweepPage(anchors, jobsOf, podsOf, DefaultConfig(), t0, "sweep-1", counts)
+			unstarted, due, _ := SweepPage(anchors, jobsOf, podsOf, DefaultConfig(), t0, "sweep-1", counts)
 			want := map[string]int{}
 			total, active := 0, 0
 			for _, s := range ServiceStates {
@@ -176,8 +176,8 @@ func TestTaskCountsOverPages(t *testing.T) {
 	b := anchorWith(nil)
 	b.Name, b.Labels = "task-b", map[string]string{taskmeta.LabelTask: "task-b"}
 	b.CreationTimestamp = metav1.NewTime(ago(2 * time.Hour))
-	sweepPage([]metav1.ObjectMeta{a}, nil, nil, DefaultConfig(), t0, "sweep-1", counts)
-	sweepPage([]metav1.ObjectMeta{b}, nil, nil, DefaultConfig(), t0, "sweep-1", counts)
+	SweepPage([]metav1.ObjectMeta{a}, nil, nil, DefaultConfig(), t0, "sweep-1", counts)
+	SweepPage([]metav1.ObjectMeta{b}, nil, nil, DefaultConfig(), t0, "sweep-1", counts)
 	if counts.Queued() != 2 || !counts.Oldest[tesv1.StateQueued].Equal(ago(2*time.Hour)) {
 		t.Fatalf("queued %d, oldest %v; want 2, %v", counts.Queued(), counts.Oldest[tesv1.StateQueued], ago(2*time.Hour))
 	}

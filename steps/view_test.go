@@ -2,41 +2,20 @@ package steps
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
-	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
 // The view is behaviour §5.7's GET /tasks/{namespace}/{task}: the TES 1.1
 // tesTask as the TESK API derives it from the cluster.
-
-func terminatedPod(part string, created, startedAt, finishedAt time.Time, code int32) *corev1.Pod {
-	phase := corev1.PodSucceeded
-	if code != 0 {
-		phase = corev1.PodFailed
-	}
-	p := podOf(part, phase, created)
-	p.Name = fmt.Sprintf("%s-%05d", taskmeta.ObjectName(testTask, part), created.Unix()%100000)
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: code, StartedAt: metav1.NewTime(startedAt), FinishedAt: metav1.NewTime(finishedAt),
-	}}}}
-	return p
-}
-
-func runningPod(part string, created, startedAt time.Time) *corev1.Pod {
-	p := podOf(part, corev1.PodRunning, created)
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(startedAt)}}}}
-	return p
-}
-
-func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func TestBuildViewStates(t *testing.T) {
 	started := func(parts ...string) *taskmeta.Progress {
@@ -209,12 +188,4 @@ func TestBuildViewOutputs(t *testing.T) {
 			t.Errorf("outputs %v logs %v, want empty lists", v.Logs[0].Outputs, v.Logs[0].Logs)
 		}
 	})
-}
-
-func show(ls []tesv1.ExecutorLog) string {
-	s := ""
-	for _, l := range ls {
-		s += fmt.Sprintf("{%s %s %d out %q err %q} ", l.StartTime, l.EndTime, l.ExitCode, l.Stdout, l.Stderr)
-	}
-	return s
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -83,9 +83,9 @@ func (st Store) Anchors(ctx context.Context, selector string) ([]corev1.ConfigMa
 }
 
 // JobsAndPods lists the jobs and the pods of a label selector, both at once
-// (steps.ListJobsAndPods).
+// (runner.ListJobsAndPods).
 func (st Store) JobsAndPods(ctx context.Context, selector string) ([]batchv1.Job, []corev1.Pod, error) {
-	return steps.ListJobsAndPods(ctx, st.Client, st.Namespace, selector, kubeapi.DefaultBackoff)
+	return runner.ListJobsAndPods(ctx, st.Client, st.Namespace, selector, kubeapi.DefaultBackoff)
 }
 
 // KubeEventsAbout lists the Events whose involved object is named name.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -122,14 +123,14 @@ func (s *Server) taskLogs(ctx context.Context, v tesv1.Task, jobs map[string]*ba
 }
 
 // liveLog is the end of the streams of a job's last pod, read at a cost
-// bounded by the log tail's bytes (steps.LiveExecutorLog); "" if it cannot
+// bounded by the log tail's bytes (runner.LiveExecutorLog); "" if it cannot
 // be read.
 func (s *Server) liveLog(ctx context.Context, job string, pods []*corev1.Pod) (stdout, stderr string) {
 	last := steps.LastPod(pods, job)
 	if last == nil || len(last.Spec.Containers) == 0 {
 		return "", ""
 	}
-	stdout, stderr, err := steps.LiveExecutorLog(ctx, s.Client, s.Config.Namespace, last.Name, last.Spec.Containers[0].Name, s.Config.LogTailBytes)
+	stdout, stderr, err := runner.LiveExecutorLog(ctx, s.Client, s.Config.Namespace, last.Name, last.Spec.Containers[0].Name, s.Config.LogTailBytes)
 	if err != nil {
 		s.Log.Debugw("Executor log not readable", "pod", last.Name, "error", err)
 	}

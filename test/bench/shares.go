@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -65,7 +66,7 @@ func benchShares(ctx context.Context, c *cluster.Cluster) error {
 	}
 	// A waiting task submitted again: its owner's share is full.
 	if err := measure("submission, the owner's share full (it waits)", func(i int, ctx context.Context) error {
-		res, err := in.srv.Runner.Reconcile(ctx, ns, shareTask(i, 1), steps.Options{Event: fmt.Sprintf("full-%d", i), Submit: true})
+		res, err := in.srv.Runner.Reconcile(ctx, ns, shareTask(i, 1), runner.Options{Event: fmt.Sprintf("full-%d", i), Submit: true})
 		if err == nil && !res.Waiting {
 			err = fmt.Errorf("%s started", shareTask(i, 1))
 		}
@@ -82,13 +83,13 @@ func benchShares(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	if err := measure("submission, the owner has room (with shares)", func(i int, ctx context.Context) error {
-		_, err := in.srv.Runner.Reconcile(ctx, ns, fmt.Sprintf("fresh-share-%d", i), steps.Options{Event: "room", Submit: true})
+		_, err := in.srv.Runner.Reconcile(ctx, ns, fmt.Sprintf("fresh-share-%d", i), runner.Options{Event: "room", Submit: true})
 		return err
 	}); err != nil {
 		return err
 	}
 	if err := measure("submission without shares", func(i int, ctx context.Context) error {
-		_, err := plain.Reconcile(ctx, ns, fmt.Sprintf("fresh-plain-%d", i), steps.Options{Event: "plain", Submit: true})
+		_, err := plain.Reconcile(ctx, ns, fmt.Sprintf("fresh-plain-%d", i), runner.Options{Event: "plain", Submit: true})
 		return err
 	}); err != nil {
 		return err
@@ -105,13 +106,13 @@ func benchShares(ctx context.Context, c *cluster.Cluster) error {
 		if _, err := c.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		if _, err := in.srv.Runner.Reconcile(ctx, ns, task, steps.Options{Event: "cancel", Cancel: true}); err != nil {
+		if _, err := in.srv.Runner.Reconcile(ctx, ns, task, runner.Options{Event: "cancel", Cancel: true}); err != nil {
 			return err
 		}
 	}
 	if err := measure("the end of a task that gives its place to a waiting one", func(i int, ctx context.Context) error {
 		task := shareTask(i, 0)
-		res, err := in.srv.Runner.Reconcile(ctx, ns, task, steps.Options{Event: "gone", GoneJob: taskmeta.ObjectName(task, "ex-00")})
+		res, err := in.srv.Runner.Reconcile(ctx, ns, task, runner.Options{Event: "gone", GoneJob: taskmeta.ObjectName(task, "ex-00")})
 		if err == nil && res.Ended == "" {
 			err = fmt.Errorf("%s did not end: %+v", task, res)
 		}

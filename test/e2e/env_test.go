@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
@@ -133,7 +134,7 @@ type envOptions struct {
 	// events).
 	sink func(handler http.Handler) http.Handler
 	// states, when set, is told each task's state changes.
-	states steps.StatePublisher
+	states runner.StatePublisher
 }
 
 func newEnv(t *testing.T, o envOptions) *env {

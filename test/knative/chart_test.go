@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
-	"github.com/elixir-cloud-aai/tesk-knative/steps"
+	"github.com/elixir-cloud-aai/tesk-knative/runner"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -628,13 +628,13 @@ func waitEndedEvent(ctx context.Context, ns, task string, timeout time.Duration)
 		list, err := env.C.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for i, ev := range list.Items {
-				if ev.Regarding.Name == task && ev.Reason == steps.ReasonEnded {
+				if ev.Regarding.Name == task && ev.Reason == runner.ReasonEnded {
 					return &list.Items[i], nil
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no Event %s on task %s after %s (%v)", steps.ReasonEnded, task, timeout, err)
+			return nil, fmt.Errorf("no Event %s on task %s after %s (%v)", runner.ReasonEnded, task, timeout, err)
 		}
 		if err := sleep(ctx, time.Second); err != nil {
 			return nil, err

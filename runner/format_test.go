@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"errors"
@@ -13,7 +13,9 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/fixture"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -63,7 +65,7 @@ func TestReadsRecordFormat1(t *testing.T) {
 		t.Fatal("the fixture carries a format annotation: it is the format 1 as written before the annotation")
 	}
 	now := time.Date(2026, 1, 5, 10, 1, 0, 0, time.UTC)
-	cfg := DefaultConfig()
+	cfg := steps.DefaultConfig()
 	cfg.Namespace = cm.Namespace
 	byPart := map[string]*batchv1.Job{}
 	for _, j := range jobs {
@@ -72,13 +74,13 @@ func TestReadsRecordFormat1(t *testing.T) {
 	}
 
 	// The second executor runs: nothing to do.
-	plan := Decide(Observed{Anchor: cm.ObjectMeta, Jobs: byPart, Pods: []*corev1.Pod{}}, cfg, now)
+	plan := steps.Decide(steps.Observed{Anchor: cm.ObjectMeta, Jobs: byPart, Pods: []*corev1.Pod{}}, cfg, now)
 	if plan.State != tesv1.StateRunning || plan.Progress != nil || len(plan.Actions) != 0 || plan.Final != nil {
 		t.Errorf("running: %+v, want RUNNING and nothing to do", plan)
 	}
 
 	// The view: RUNNING, both executors in order, the first's recorded end.
-	v := BuildView(cm.ObjectMeta, byPart, nil, cfg, now)
+	v := steps.BuildView(cm.ObjectMeta, byPart, nil, cfg, now)
 	if v.State != tesv1.StateRunning || v.ID != format1Task || len(v.Logs) != 1 || len(v.Logs[0].Logs) != 2 {
 		t.Fatalf("view %+v, want RUNNING with two executor logs", v)
 	}
@@ -90,12 +92,12 @@ func TestReadsRecordFormat1(t *testing.T) {
 	}
 
 	// The sweep counts it and finds nothing due.
-	counts := NewTaskCounts()
-	swept := map[string][]sweptJob{}
+	counts := steps.NewTaskCounts()
+	swept := map[string][]steps.SweptJob{}
 	for _, j := range jobs {
-		swept[format1Task] = append(swept[format1Task], sweep(j))
+		swept[format1Task] = append(swept[format1Task], steps.Swept(j))
 	}
-	unstarted, due, skipped := sweepPage([]metav1.ObjectMeta{cm.ObjectMeta}, swept, nil, cfg, now, "sweep-1", counts)
+	unstarted, due, skipped := steps.SweepPage([]metav1.ObjectMeta{cm.ObjectMeta}, swept, nil, cfg, now, "sweep-1", counts)
 	if len(unstarted)+len(due)+len(skipped) != 0 || counts.States[tesv1.StateRunning] != 1 || counts.Tasks() != 1 {
 		t.Errorf("sweep: unstarted %v due %v skipped %v counts %v, want one RUNNING task, nothing due", unstarted, due, skipped, counts.States)
 	}
@@ -103,7 +105,7 @@ func TestReadsRecordFormat1(t *testing.T) {
 	// The second executor ends: its log is recorded, the outputs filer starts.
 	api := newFakeAPI(t, format1Objects(cm, jobs)...)
 	ex01 := api.jobNamed(t, cm.Namespace, format1Task+"-ex-01")
-	ex01.Status = batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, now), cond(batchv1.JobComplete, now)}}
+	ex01.Status = batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{taskfixtures.Cond(batchv1.JobSuccessCriteriaMet, now), taskfixtures.Cond(batchv1.JobComplete, now)}}
 	if _, err := api.BatchV1().Jobs(cm.Namespace).UpdateStatus(testCtx(t), ex01, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestReadsRecordFormat1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != tesv1.StateRunning || !slices.Contains(res.Actions, Action{Kind: CreateJob, Part: taskmeta.PartOutputsFiler}) {
+	if res.State != tesv1.StateRunning || !slices.Contains(res.Actions, steps.Action{Kind: steps.CreateJob, Part: taskmeta.PartOutputsFiler}) {
 		t.Errorf("step after the last executor: %+v, want the outputs filer created", res)
 	}
 	after, err := api.CoreV1().ConfigMaps(cm.Namespace).Get(testCtx(t), format1Task, metav1.GetOptions{})
@@ -138,9 +140,9 @@ func TestNewerRecordFormatIsLeftAlone(t *testing.T) {
 			cm, jobs := loadFormat1(t)
 			cm.Annotations[taskmeta.AnnotationFormat] = format
 			cm.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled // a cancel would be due
-			cfg := DefaultConfig()
+			cfg := steps.DefaultConfig()
 			cfg.Namespace = cm.Namespace
-			cfg.TaskTTL = ptr(time.Second)
+			cfg.TaskTTL = ptrTo(time.Second)
 			api := newFakeAPI(t, format1Objects(cm, jobs)...)
 			r := testRunner(api, cfg)
 			ctx := testCtx(t)
@@ -174,8 +176,8 @@ func TestNewerRecordFormatIsLeftAlone(t *testing.T) {
 					t.Errorf("wrote %s %s %s", a.GetVerb(), a.GetResource().Resource, actionName(a))
 				}
 			}
-			counts := NewTaskCounts()
-			unstarted, due, skipped := sweepPage([]metav1.ObjectMeta{cm.ObjectMeta}, nil, nil, cfg, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "sweep-1", counts)
+			counts := steps.NewTaskCounts()
+			unstarted, due, skipped := steps.SweepPage([]metav1.ObjectMeta{cm.ObjectMeta}, nil, nil, cfg, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "sweep-1", counts)
 			if len(unstarted)+len(due) != 0 || len(skipped) != 1 || counts.Tasks() != 0 {
 				t.Errorf("sweep: unstarted %v due %v skipped %v counted %d, want it skipped and not counted", unstarted, due, skipped, counts.Tasks())
 			}

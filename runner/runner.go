@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -32,7 +33,7 @@ type Runner struct {
 	// Metadata lists objects' metadata alone, where a step needs no more
 	// (nil: whole objects through Client).
 	Metadata metadata.Interface
-	Config   Config
+	Config   steps.Config
 	// Log is the logger when the context carries none (knative.dev/pkg/logging).
 	Log *zap.SugaredLogger
 	// Now is the clock (time.Now if nil).
@@ -60,11 +61,11 @@ const maxAttempts = 5
 
 // Result is what a step did.
 type Result struct {
-	Task      string   `json:"task"`
-	Namespace string   `json:"namespace"`
-	State     string   `json:"state"`
-	Actions   []Action `json:"actions"`
-	Message   string   `json:"message,omitempty"`
+	Task      string         `json:"task"`
+	Namespace string         `json:"namespace"`
+	State     string         `json:"state"`
+	Actions   []steps.Action `json:"actions"`
+	Message   string         `json:"message,omitempty"`
 	// Ended is the final state the step wrote on the anchor, if it ended
 	// the task.
 	Ended string `json:"ended,omitempty"`
@@ -138,7 +139,7 @@ type Options struct {
 // anchor changed under the step (a conflict), the step waits a bounded,
 // growing, jittered while and decides again from a fresh read.
 func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (Result, error) {
-	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
+	res := Result{Task: task, Namespace: ns, Actions: []steps.Action{}}
 	wait := r.backoff()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		anchor, hinted, err := r.readAnchor(ctx, ns, task, opts)
@@ -159,7 +160,7 @@ func (r *Runner) Reconcile(ctx context.Context, ns, task string, opts Options) (
 		if err != nil {
 			return res, err
 		}
-		plan := Decide(obs, r.Config, r.now())
+		plan := steps.Decide(obs, r.Config, r.now())
 		r.logNotes(ctx, task, plan.Notes)
 		res.State = plan.State
 		next, err := r.apply(ctx, anchor, obs, plan, &res)
@@ -249,7 +250,7 @@ func (r *Runner) getJob(ctx context.Context, ns, name string) (*batchv1.Job, err
 	return job, err
 }
 
-func (r *Runner) logNotes(ctx context.Context, task string, notes []Note) {
+func (r *Runner) logNotes(ctx context.Context, task string, notes []steps.Note) {
 	for _, n := range notes {
 		switch n.Level {
 		case "error":

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -29,8 +29,10 @@ import (
 	"knative.dev/pkg/logging"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 )
 
 // fakeAPI is client-go's fake clientset with what the runner relies on of
@@ -176,7 +178,7 @@ func (f *fakeAPI) requests() []string {
 			line += "/" + s
 		}
 		if n := actionName(a); n != "" {
-			line += " " + strings.TrimPrefix(n, testTask+"-")
+			line += " " + strings.TrimPrefix(n, taskfixtures.TaskName+"-")
 		}
 		if p, ok := a.(k8stesting.PatchAction); ok {
 			line += " " + patchSummary(p.GetPatch())
@@ -222,7 +224,7 @@ func patchSummary(patch []byte) string {
 // anchor returns the task's anchor as it is now.
 func (f *fakeAPI) anchor() *corev1.ConfigMap {
 	f.t.Helper()
-	cm, err := f.CoreV1().ConfigMaps(testNS).Get(context.Background(), testTask, metav1.GetOptions{})
+	cm, err := f.CoreV1().ConfigMaps(taskfixtures.Namespace).Get(context.Background(), taskfixtures.TaskName, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatalf("anchor: %v", err)
 	}
@@ -239,7 +241,7 @@ func (f *fakeAPI) progress() taskmeta.Progress {
 }
 
 func (f *fakeAPI) job(part string) *batchv1.Job {
-	j, err := f.BatchV1().Jobs(testNS).Get(context.Background(), taskmeta.ObjectName(testTask, part), metav1.GetOptions{})
+	j, err := f.BatchV1().Jobs(taskfixtures.Namespace).Get(context.Background(), taskmeta.ObjectName(taskfixtures.TaskName, part), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -268,12 +270,12 @@ func testCtx(t *testing.T) context.Context {
 // testRunner is a runner on the fake API, at t0, with fast retries. It
 // takes the task JSON from the events, as make dev's handler does
 // (TestEventsAreNotTrustedByDefault covers the default).
-func testRunner(api *fakeAPI, cfg Config) *Runner {
+func testRunner(api *fakeAPI, cfg steps.Config) *Runner {
 	cfg.TrustEvents = true
 	return &Runner{
 		Client:  api,
 		Config:  cfg,
-		Now:     func() time.Time { return t0 },
+		Now:     func() time.Time { return taskfixtures.Now },
 		Backoff: wait.Backoff{Duration: time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3, Cap: 5 * time.Millisecond},
 	}
 }
@@ -289,7 +291,7 @@ func anchorObject(spec *taskspec.Task, m metav1.ObjectMeta) *corev1.ConfigMap {
 
 // owned is a job owned by the test task's anchor.
 func owned(j *batchv1.Job) *batchv1.Job {
-	j.OwnerReferences = Anchor{Name: testTask, Namespace: testNS, UID: testUID}.OwnerRefs()
+	j.OwnerReferences = steps.Anchor{Name: taskfixtures.TaskName, Namespace: taskfixtures.Namespace, UID: taskfixtures.AnchorUID}.OwnerRefs()
 	return j
 }
 

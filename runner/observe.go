@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 )
@@ -115,8 +116,8 @@ func written(meta metav1.ObjectMeta) bool {
 // observe reads what the decision needs: the jobs started and not done, by
 // name (so that a step costs the same in a namespace of ten thousand tasks),
 // and the task's pods when asked for.
-func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options, hinted map[string]*batchv1.Job) (Observed, error) {
-	obs := Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec, Jobs: map[string]*batchv1.Job{}}
+func (r *Runner) observe(ctx context.Context, anchor *corev1.ConfigMap, opts Options, hinted map[string]*batchv1.Job) (steps.Observed, error) {
+	obs := steps.Observed{Event: opts.Event, Anchor: anchor.ObjectMeta, Spec: opts.Spec, Jobs: map[string]*batchv1.Job{}}
 	prog, _ := taskmeta.ParseProgress(anchor.Annotations[taskmeta.AnnotationProgress])
 	if t, part, ok := taskmeta.SplitJobName(opts.GoneJob); ok && t == anchor.Name {
 		obs.Gone = part
@@ -206,7 +207,7 @@ var errRefused = errors.New("task refused")
 // admit checks a task's executors against the allow-list, and its backend
 // parameters against the operator's configuration.
 func (r *Runner) admit(spec *taskspec.Task, ns string) error {
-	if err := Admit(spec, ns, r.Config); err != nil {
+	if err := steps.Admit(spec, ns, r.Config); err != nil {
 		return fmt.Errorf("%w: %w", errRefused, err)
 	}
 	return nil

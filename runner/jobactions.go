@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -22,7 +23,7 @@ import (
 // its pods and marks it Failed (behaviour §1.12). Only a rejection falls back
 // to deleting it; after any other error nothing is deleted and the step is
 // tried again (behaviour §8.2).
-func (st *step) failJob(ctx context.Context, act Action) (stepOutcome, error) {
+func (st *step) failJob(ctx context.Context, act steps.Action) (stepOutcome, error) {
 	name := taskmeta.ObjectName(st.a.Name, act.Part)
 	err := st.patchFailed(ctx, name, act.Reason, act.State)
 	switch kubeapi.Classify(err) {
@@ -91,7 +92,7 @@ func (st *step) deleteJob(ctx context.Context, part, why string) (stepOutcome, e
 // recordPreemption adds the pods the cluster took from an executor's job to
 // the job's count, on the condition that the job is as the step read it
 // (else the step decides again); a job gone is decided on again too.
-func (st *step) recordPreemption(ctx context.Context, act Action) (stepOutcome, error) {
+func (st *step) recordPreemption(ctx context.Context, act steps.Action) (stepOutcome, error) {
 	job := st.jobs[act.Part]
 	if job == nil {
 		return again, nil

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -26,35 +27,35 @@ const maxShareAttempts = 8
 var errShareBusy = fmt.Errorf("the owner's share changed under %d attempts; try again", maxShareAttempts)
 
 // getShare reads an owner's ledger: nil if there is none.
-func (r *Runner) getShare(ctx context.Context, ns, owner string) (*corev1.ConfigMap, Share, error) {
+func (r *Runner) getShare(ctx context.Context, ns, owner string) (*corev1.ConfigMap, steps.Share, error) {
 	var cm *corev1.ConfigMap
 	err := r.call(ctx, func(ctx context.Context) (err error) {
-		cm, err = r.Client.CoreV1().ConfigMaps(ns).Get(ctx, ShareName(owner), metav1.GetOptions{})
+		cm, err = r.Client.CoreV1().ConfigMaps(ns).Get(ctx, steps.ShareName(owner), metav1.GetOptions{})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
-		return nil, Share{Tasks: map[string]float64{}}, nil
+		return nil, steps.Share{Tasks: map[string]float64{}}, nil
 	}
 	if err != nil {
-		return nil, Share{}, err
+		return nil, steps.Share{}, err
 	}
-	s, err := ParseShare(cm)
+	s, err := steps.ParseShare(cm)
 	return cm, s, err
 }
 
 // writeShare writes an owner's ledger on the condition that it is still as
 // read (cm; nil: there was none): a conflict, or a ledger created meanwhile,
 // says another step wrote it first. An empty share deletes the ledger.
-func (r *Runner) writeShare(ctx context.Context, ns, owner string, cm *corev1.ConfigMap, s Share) (conflict bool, err error) {
+func (r *Runner) writeShare(ctx context.Context, ns, owner string, cm *corev1.ConfigMap, s steps.Share) (conflict bool, err error) {
 	switch {
 	case cm == nil && len(s.Tasks) == 0:
 		return false, nil
 	case cm == nil:
 		ledger := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: ShareName(owner), Namespace: ns, Labels: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Name: steps.ShareName(owner), Namespace: ns, Labels: map[string]string{
 				taskmeta.LabelShare: "true", taskmeta.LabelCreator: owner,
 			}},
-			Data: map[string]string{ShareKey: s.Encode()},
+			Data: map[string]string{steps.ShareKey: s.Encode()},
 		}
 		err = r.call(ctx, func(ctx context.Context) error {
 			_, err := r.Client.CoreV1().ConfigMaps(ns).Create(ctx, ledger, metav1.CreateOptions{})
@@ -74,7 +75,7 @@ func (r *Runner) writeShare(ctx context.Context, ns, owner string, cm *corev1.Co
 	default:
 		patch, _ := json.Marshal(map[string]any{
 			"metadata": map[string]any{"resourceVersion": cm.ResourceVersion},
-			"data":     map[string]string{ShareKey: s.Encode()},
+			"data":     map[string]string{steps.ShareKey: s.Encode()},
 		})
 		err = r.call(ctx, func(ctx context.Context) error {
 			_, err := r.Client.CoreV1().ConfigMaps(ns).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
@@ -93,7 +94,7 @@ func (r *Runner) writeShare(ctx context.Context, ns, owner string, cm *corev1.Co
 // claimShare puts a task in its owner's ledger if the quota leaves it room
 // (a task already there has its place): false when it has none. No owner
 // is ever over its share: each write is conditional on the ledger read.
-func (r *Runner) claimShare(ctx context.Context, ns, task string, c Claim) (bool, error) {
+func (r *Runner) claimShare(ctx context.Context, ns, task string, c steps.Claim) (bool, error) {
 	for range maxShareAttempts {
 		cm, s, err := r.getShare(ctx, ns, c.Owner)
 		if err != nil {
@@ -202,7 +203,7 @@ func (r *Runner) waitingOf(ctx context.Context, ns, owner string) ([]metav1.Obje
 // it) and its place asked for once more: a place given back in between is
 // taken either way. It returns the anchor's resourceVersion after the
 // label.
-func (r *Runner) holdShare(ctx context.Context, anchor *corev1.ConfigMap, rv string, c Claim) (bool, string, error) {
+func (r *Runner) holdShare(ctx context.Context, anchor *corev1.ConfigMap, rv string, c steps.Claim) (bool, string, error) {
 	held, err := r.claimShare(ctx, anchor.Namespace, anchor.Name, c)
 	if err != nil || held {
 		return held, rv, err
@@ -239,10 +240,10 @@ func (r *Runner) giveBackShare(ctx context.Context, anchor *corev1.ConfigMap, ev
 // those that hold a place and how each stands.
 type shareSweep struct {
 	ledgers map[string]*corev1.ConfigMap
-	shares  map[string]Share
+	shares  map[string]steps.Share
 	// tasks are the anchors of tasks with an owner, by name.
 	tasks   map[string]sweptShareTask
-	waiting []Waiting
+	waiting []steps.Waiting
 }
 
 // sweptShareTask is how a task of an owner stands.
@@ -253,7 +254,7 @@ type sweptShareTask struct {
 
 // listShares reads every owner's ledger.
 func (r *Runner) listShares(ctx context.Context, ns string) (*shareSweep, error) {
-	sw := &shareSweep{ledgers: map[string]*corev1.ConfigMap{}, shares: map[string]Share{}, tasks: map[string]sweptShareTask{}}
+	sw := &shareSweep{ledgers: map[string]*corev1.ConfigMap{}, shares: map[string]steps.Share{}, tasks: map[string]sweptShareTask{}}
 	err := listPages(ctx, r, func(ctx context.Context, o metav1.ListOptions) (string, error) {
 		o.LabelSelector = labels.Set{taskmeta.LabelShare: "true"}.String()
 		list, err := r.Client.CoreV1().ConfigMaps(ns).List(ctx, o)
@@ -263,7 +264,7 @@ func (r *Runner) listShares(ctx context.Context, ns string) (*shareSweep, error)
 		for i := range list.Items {
 			cm := &list.Items[i]
 			owner := cm.Labels[taskmeta.LabelCreator]
-			s, err := ParseShare(cm)
+			s, err := steps.ParseShare(cm)
 			if err != nil {
 				r.log(ctx).Warnw("Sweep cannot read an owner's share; it is left as it is", "share", cm.Name, "error", err)
 				continue
@@ -287,7 +288,7 @@ func (sw *shareSweep) see(anchors []metav1.ObjectMeta) {
 		sw.tasks[m.Name] = sweptShareTask{owner: owner, started: started, ended: ended}
 		if m.Labels[taskmeta.LabelWaiting] == "true" && !started && !ended {
 			cores, _ := strconv.ParseFloat(m.Annotations[taskmeta.AnnotationCores], 64)
-			sw.waiting = append(sw.waiting, Waiting{Task: m.Name, Owner: owner, Cores: cores, Created: m.CreationTimestamp.Time})
+			sw.waiting = append(sw.waiting, steps.Waiting{Task: m.Name, Owner: owner, Cores: cores, Created: m.CreationTimestamp.Time})
 		}
 	}
 }
@@ -329,7 +330,7 @@ func (r *Runner) settleShares(ctx context.Context, ns, event string, sw *shareSw
 	}
 	sort.Strings(claimed)
 	start := claimed
-	for _, w := range FairOrder(sw.waiting, sw.shares, r.Config.Quota) {
+	for _, w := range steps.FairOrder(sw.waiting, sw.shares, r.Config.Quota) {
 		start = append(start, w.Task)
 	}
 	for _, task := range start[:min(len(start), maxSweepStarts)] {

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -25,7 +26,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 	var spec *taskspec.Task
 	if len(input) > 0 && !r.Config.TrustEvents {
 		// Whoever can post an event would choose the pods (behaviour §5.2).
-		return Result{Task: task, Namespace: ns, Actions: []Action{}}, invalid.Errorf(
+		return Result{Task: task, Namespace: ns, Actions: []steps.Action{}}, invalid.Errorf(
 			"task %s/%s: the event carries the task JSON (data.input), which this handler does not take from events (TRUST_EVENTS is off): submit the task through the TES API, or write its ConfigMap and send the event without input", ns, task)
 	}
 	if len(input) > 0 {
@@ -38,7 +39,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			// A task that can never run still becomes a task, ended with
 			// SYSTEM_ERROR and why, so that the view, the TTL and the
 			// sweep see it; the event is answered 400 (behaviour §8.5).
-			final := &Final{State: tesv1.StateSystemError, Reason: bad.Error()}
+			final := &steps.Final{State: tesv1.StateSystemError, Reason: bad.Error()}
 			cm.Annotations = finalAnnotations(final, r.now())
 			cm.Labels[taskmeta.LabelState] = final.State
 			cm.Annotations[taskmeta.AnnotationTTL] = taskmeta.TTLValue(r.Config.TaskTTL)
@@ -54,7 +55,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 			return Result{Task: task, Namespace: ns}, err
 		case bad != nil:
 			r.log(ctx).Errorw("The task can never run; it ended", "task", task, "state", tesv1.StateSystemError, "reason", bad.Error())
-			return Result{Task: task, Namespace: ns, State: tesv1.StateSystemError, Actions: []Action{}, Message: bad.Error(), Ended: tesv1.StateSystemError}, invalid.Wrap(bad)
+			return Result{Task: task, Namespace: ns, State: tesv1.StateSystemError, Actions: []steps.Action{}, Message: bad.Error(), Ended: tesv1.StateSystemError}, invalid.Wrap(bad)
 		default:
 			r.logWarnings(ctx, task, spec)
 		}
@@ -74,7 +75,7 @@ func (r *Runner) Submit(ctx context.Context, ns, task string, input json.RawMess
 // that whoever can post an event cannot end another's task. A task that
 // already ended stays as it is.
 func (r *Runner) Cancel(ctx context.Context, ns, task, event string) (Result, error) {
-	res := Result{Task: task, Namespace: ns, Actions: []Action{}}
+	res := Result{Task: task, Namespace: ns, Actions: []steps.Action{}}
 	anchor, err := r.getAnchor(ctx, ns, task)
 	if errors.Is(err, ErrUnknownTask) {
 		// Not a 404: a Knative delivery retries those.

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
@@ -36,14 +37,11 @@ const (
 	conflicted
 )
 
-// Anchor is taskmeta.Anchor, the object that owns a task's PVC and jobs.
-type Anchor = taskmeta.Anchor
-
 // step is the application of one plan to one task.
 type step struct {
 	r      *Runner
 	anchor *corev1.ConfigMap
-	a      Anchor
+	a      steps.Anchor
 	// spec is the task, decoded on first use.
 	spec *taskspec.Task
 	// jobs are the jobs the plan was decided on.
@@ -62,10 +60,10 @@ type step struct {
 // progress (recordStart), the actions in order, the final state last (end)
 // or, on a task that ended, the PVC it left forgotten once it is gone
 // (behaviour §6).
-func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observed, plan Plan, res *Result) (stepOutcome, error) {
+func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs steps.Observed, plan steps.Plan, res *Result) (stepOutcome, error) {
 	st := &step{r: r, anchor: anchor, a: taskmeta.AnchorOf(anchor.ObjectMeta), spec: obs.Spec, jobs: obs.Jobs, deadline: plan.Deadline, owed: owedChanges(anchor.ObjectMeta)}
 	rv := anchor.ResourceVersion
-	started, ended := stateChanges(anchor.ObjectMeta, plan)
+	started, ended := steps.StateChanges(anchor.ObjectMeta, plan)
 	if plan.Claim != nil {
 		next, held, out, err := r.takeShare(ctx, anchor, rv, *plan.Claim, res)
 		if !held {
@@ -99,7 +97,7 @@ func (r *Runner) apply(ctx context.Context, anchor *corev1.ConfigMap, obs Observ
 // (holdShare) before it starts. held: the task goes on, from the anchor's
 // version next; otherwise the step ends with out and err, and a task that
 // waits for its share says so in res.
-func (r *Runner) takeShare(ctx context.Context, anchor *corev1.ConfigMap, rv string, claim Claim, res *Result) (next string, held bool, out stepOutcome, err error) {
+func (r *Runner) takeShare(ctx context.Context, anchor *corev1.ConfigMap, rv string, claim steps.Claim, res *Result) (next string, held bool, out stepOutcome, err error) {
 	held, next, err = r.holdShare(ctx, anchor, rv, claim)
 	if apierrors.IsConflict(err) {
 		return "", false, conflicted, nil
@@ -120,10 +118,10 @@ func (r *Runner) takeShare(ctx context.Context, anchor *corev1.ConfigMap, rv str
 // no more), the first time with a Kubernetes event, and tells of its start
 // (started, when not nil). The step goes on, from the anchor's version next,
 // when out is finished and err nil.
-func (st *step) recordStart(ctx context.Context, rv string, plan Plan, started *StateChange) (next string, out stepOutcome, err error) {
+func (st *step) recordStart(ctx context.Context, rv string, plan steps.Plan, started *steps.StateChange) (next string, out stepOutcome, err error) {
 	r, anchor := st.r, st.anchor
 	ann := map[string]string{taskmeta.AnnotationProgress: plan.Progress.String()}
-	plan.addTTL(ann)
+	plan.AddTTL(ann)
 	lbl := map[string]any{taskmeta.LabelTask: anchor.Name}
 	if _, waited := anchor.Labels[taskmeta.LabelWaiting]; waited || plan.Claim != nil {
 		lbl[taskmeta.LabelWaiting] = nil // started: it waits no more
@@ -142,7 +140,7 @@ func (st *step) recordStart(ctx context.Context, rv string, plan Plan, started *
 		r.kubeEvent(anchor, false, taskmeta.ReasonStarted, "Task started: %s", strings.Join(plan.Progress.Parts, ", "))
 	}
 	if started != nil {
-		next = st.tell(ctx, next, []StateChange{*started}, r.now())
+		next = st.tell(ctx, next, []steps.StateChange{*started}, r.now())
 	}
 	return next, finished, nil
 }
@@ -165,7 +163,7 @@ func (st *step) forgetPVCLeft(ctx context.Context, rv string) (stepOutcome, erro
 // end records the task's final state on its anchor (labelled with it, and
 // the PVC left, if any), tells of it (ended) with a Kubernetes event, and
 // gives back the owner's share when the plan says so.
-func (st *step) end(ctx context.Context, rv string, plan Plan, ended []StateChange, event string, res *Result) (stepOutcome, error) {
+func (st *step) end(ctx context.Context, rv string, plan steps.Plan, ended []steps.StateChange, event string, res *Result) (stepOutcome, error) {
 	r, anchor, final := st.r, st.anchor, plan.Final
 	now := r.now()
 	ann := finalAnnotations(final, now)
@@ -173,7 +171,7 @@ func (st *step) end(ctx context.Context, rv string, plan Plan, ended []StateChan
 		// The sweep deletes it again (endedTask).
 		ann[taskmeta.AnnotationPVCLeft] = st.pvcLeft
 	}
-	plan.addTTL(ann)
+	plan.AddTTL(ann)
 	rv, err := r.patchAnchor(ctx, anchor, rv, map[string]any{
 		"labels":      map[string]string{taskmeta.LabelState: final.State},
 		"annotations": ann,
@@ -200,7 +198,7 @@ func (st *step) end(ctx context.Context, rv string, plan Plan, ended []StateChan
 
 // finalAnnotations are the anchor's annotations of a task that ended (its
 // label taskmeta.LabelState is written beside them).
-func finalAnnotations(f *Final, now time.Time) map[string]string {
+func finalAnnotations(f *steps.Final, now time.Time) map[string]string {
 	return map[string]string{
 		taskmeta.AnnotationState:  f.State,
 		taskmeta.AnnotationEnded:  now.UTC().Format(time.RFC3339),
@@ -209,32 +207,32 @@ func finalAnnotations(f *Final, now time.Time) map[string]string {
 }
 
 // do carries out one action.
-func (st *step) do(ctx context.Context, act Action) (stepOutcome, error) {
+func (st *step) do(ctx context.Context, act steps.Action) (stepOutcome, error) {
 	switch act.Kind {
-	case CreatePVC:
+	case steps.CreatePVC:
 		return st.createPVC(ctx, act)
-	case CreateJob:
+	case steps.CreateJob:
 		return st.createJob(ctx, act)
-	case FailJob:
+	case steps.FailJob:
 		return st.failJob(ctx, act)
-	case DeleteJob:
+	case steps.DeleteJob:
 		return st.deleteJob(ctx, act.Part, act.Reason)
-	case DeletePVC:
+	case steps.DeletePVC:
 		st.pvcLeft = st.deletePVC(ctx)
 		st.pvcGone = st.pvcLeft == ""
 		return finished, nil
-	case ReleasePVC:
+	case steps.ReleasePVC:
 		st.releasePVC(ctx)
 		return finished, nil
-	case RecordOutputFileLogs:
+	case steps.RecordOutputFileLogs:
 		st.recordOutputFileLogs(ctx, taskmeta.ObjectName(st.a.Name, act.Part))
 		return finished, nil
-	case RecordExecutorLog:
+	case steps.RecordExecutorLog:
 		st.recordExecutorLog(ctx, act.Part)
 		return finished, nil
-	case RecordPreemption:
+	case steps.RecordPreemption:
 		return st.recordPreemption(ctx, act)
-	case DeleteTask:
+	case steps.DeleteTask:
 		return finished, st.deleteTask(ctx, act)
 	}
 	return finished, fmt.Errorf("unknown action %q", act.Kind)
@@ -252,7 +250,7 @@ func (st *step) needSpec(ctx context.Context, part string) (*taskspec.Task, step
 		// cannot be read.
 		reason := fmt.Sprintf("The task cannot be read: %v", err)
 		if errors.Is(err, errRefused) {
-			reason = capitalize(err.Error())
+			reason = steps.Capitalize(err.Error())
 		}
 		st.r.log(ctx).Errorw("The task cannot be read or is refused; it stops", "task", st.a.Name, "error", err)
 		next, err := st.endPart(ctx, part, reason, false)
@@ -263,7 +261,7 @@ func (st *step) needSpec(ctx context.Context, part string) (*taskspec.Task, step
 	return spec, finished, nil
 }
 
-func (st *step) createPVC(ctx context.Context, act Action) (stepOutcome, error) {
+func (st *step) createPVC(ctx context.Context, act steps.Action) (stepOutcome, error) {
 	spec, next, err := st.needSpec(ctx, act.Part)
 	if spec == nil {
 		return next, err
@@ -278,7 +276,7 @@ func (st *step) createPVC(ctx context.Context, act Action) (stepOutcome, error) 
 	return st.created(ctx, act, err)
 }
 
-func (st *step) createJob(ctx context.Context, act Action) (stepOutcome, error) {
+func (st *step) createJob(ctx context.Context, act steps.Action) (stepOutcome, error) {
 	spec, next, err := st.needSpec(ctx, act.Part)
 	if spec == nil {
 		return next, err
@@ -324,18 +322,18 @@ var hiddenEnv = map[string]bool{"TESK_FTP_USERNAME": true, "TESK_FTP_PASSWORD": 
 // (invalid, forbidden by a policy or a quota) can never be created as it is,
 // so the task stops at once with the server's message (behaviour §8.6);
 // other errors are tried again.
-func (st *step) created(ctx context.Context, act Action, err error) (stepOutcome, error) {
+func (st *step) created(ctx context.Context, act steps.Action, err error) (stepOutcome, error) {
 	if kubeapi.Classify(err) != kubeapi.Rejected {
 		return finished, err
 	}
-	reason := fmt.Sprintf("Creating %s was rejected: %v", describe(st.a.Name, act.Part), err)
+	reason := fmt.Sprintf("Creating %s was rejected: %v", steps.DescribePart(st.a.Name, act.Part), err)
 	st.r.log(ctx).Errorw("Creating an object was rejected; the task stops", "task", st.a.Name, "part", act.Part, "error", err)
 	return st.endPart(ctx, act.Part, reason, false)
 }
 
 // checkOurs: a job that already exists is done if the task owns it; a job of
 // the same name that it does not own stops the task.
-func (st *step) checkOurs(ctx context.Context, act Action) (stepOutcome, error) {
+func (st *step) checkOurs(ctx context.Context, act steps.Action) (stepOutcome, error) {
 	job, err := st.r.getJob(ctx, st.a.Namespace, taskmeta.ObjectName(st.a.Name, act.Part))
 	switch {
 	case err != nil:
@@ -382,7 +380,7 @@ func (st *step) releasePVC(ctx context.Context) {
 	}
 }
 
-func (st *step) deleteTask(ctx context.Context, act Action) error {
+func (st *step) deleteTask(ctx context.Context, act steps.Action) error {
 	bg := metav1.DeletePropagationBackground
 	err := st.r.call(ctx, func(ctx context.Context) error {
 		return st.r.Client.CoreV1().ConfigMaps(st.a.Namespace).Delete(ctx, st.a.Name, metav1.DeleteOptions{

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -12,19 +12,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/logging"
 
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 )
 
 // behaviour §2: with --debug each job created is logged as a manifest, with
 // URLs shown without queries and user info, and the FTP credentials hidden.
 func TestDebugLogsJobManifests(t *testing.T) {
-	spec := taskWith(1, withInput)
+	spec := taskfixtures.TaskWith(1, taskfixtures.WithInput)
 	spec.Executors[0].Spec.Template.Spec.Containers[0].Command = []string{"sh", "-c", "curl -fsS 'https://alice:pa55@data.example.org/in.txt?X-Amz-Signature=abc123' > /data/in.txt"}
 	spec.Executors[0].Spec.Template.Spec.Containers[0].Args = []string{"ftp://bob:secret@ftp.example.org/x"}
 	raw, _ := json.Marshal(spec)
 
-	cfg := DefaultConfig()
+	cfg := steps.DefaultConfig()
 	cfg.Debug = true
 	cfg.FTPUsername, cfg.FTPPassword = "ftp-user-1", "ftp-password-1"
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -32,16 +34,16 @@ func TestDebugLogsJobManifests(t *testing.T) {
 
 	api := newFakeAPI(t)
 	r := testRunner(api, cfg)
-	if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+	if _, err := r.Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err != nil {
 		t.Fatal(err)
 	}
 	// The inputs filer has passed: the executor's job comes next.
 	filer := api.job(taskmeta.PartInputsFiler)
-	filer.Status.Conditions = append(filer.Status.Conditions, cond("Complete", t0))
-	if _, err := api.BatchV1().Jobs(testNS).UpdateStatus(ctx, filer, metav1.UpdateOptions{}); err != nil {
+	filer.Status.Conditions = append(filer.Status.Conditions, taskfixtures.Cond("Complete", taskfixtures.Now))
+	if _, err := api.BatchV1().Jobs(taskfixtures.Namespace).UpdateStatus(ctx, filer, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: filer.Name}); err != nil {
+	if _, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-2", Job: filer.Name}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,7 +55,7 @@ func TestDebugLogsJobManifests(t *testing.T) {
 		m := e.ContextMap()
 		manifests[m["job"].(string)], _ = m["manifest"].(string)
 	}
-	exec, filerManifest := manifests[taskmeta.ObjectName(testTask, "ex-00")], manifests[taskmeta.ObjectName(testTask, taskmeta.PartInputsFiler)]
+	exec, filerManifest := manifests[taskmeta.ObjectName(taskfixtures.TaskName, "ex-00")], manifests[taskmeta.ObjectName(taskfixtures.TaskName, taskmeta.PartInputsFiler)]
 	if exec == "" || filerManifest == "" {
 		t.Fatalf("manifests logged for %v, want the filer's and the executor's", manifests)
 	}

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -22,26 +24,26 @@ import (
 // age ago.
 func ownedAnchor(name, owner string, age time.Duration) *corev1.ConfigMap {
 	m := metav1.ObjectMeta{
-		Name: name, Namespace: testNS, UID: types.UID(name + "-uid"),
-		CreationTimestamp: metav1.NewTime(ago(age)),
+		Name: name, Namespace: taskfixtures.Namespace, UID: types.UID(name + "-uid"),
+		CreationTimestamp: metav1.NewTime(taskfixtures.Ago(age)),
 		Labels:            map[string]string{taskmeta.LabelTask: name, taskmeta.LabelCreator: owner},
 		Annotations:       map[string]string{taskmeta.AnnotationTTL: taskmeta.NoTTL},
 	}
-	return anchorObject(taskWith(1, withCPU), m)
+	return anchorObject(taskfixtures.TaskWith(1, taskfixtures.WithCPU), m)
 }
 
 func (f *fakeAPI) configMap(t *testing.T, name string) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := f.CoreV1().ConfigMaps(testNS).Get(context.Background(), name, metav1.GetOptions{})
+	cm, err := f.CoreV1().ConfigMaps(taskfixtures.Namespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
 	return cm
 }
 
-func (f *fakeAPI) share(t *testing.T, owner string) Share {
+func (f *fakeAPI) share(t *testing.T, owner string) steps.Share {
 	t.Helper()
-	s, err := ParseShare(f.configMap(t, ShareName(owner)))
+	s, err := steps.ParseShare(f.configMap(t, steps.ShareName(owner)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,20 +63,20 @@ func (f *fakeAPI) started(t *testing.T, task string) bool {
 // waiting task starts at once.
 func TestShareHoldsAnOwnersTasks(t *testing.T) {
 	api := newFakeAPI(t, ownedAnchor("task-a1", "alice", 3*time.Minute), ownedAnchor("task-a2", "alice", 2*time.Minute), ownedAnchor("task-b1", "bob", time.Minute))
-	cfg := DefaultConfig()
-	cfg.Namespace = testNS
-	cfg.Quota = Quota{Tasks: 1}
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = taskfixtures.Namespace
+	cfg.Quota = steps.Quota{Tasks: 1}
 	r := testRunner(api, cfg)
 	ctx := testCtx(t)
 
-	if res, err := r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e1", Submit: true}); err != nil || res.Waiting || !api.started(t, "task-a1") {
+	if res, err := r.Reconcile(ctx, taskfixtures.Namespace, "task-a1", Options{Event: "e1", Submit: true}); err != nil || res.Waiting || !api.started(t, "task-a1") {
 		t.Fatalf("alice's first task: %+v %v", res, err)
 	}
 	if s := api.share(t, "alice"); len(s.Tasks) != 1 || s.Tasks["task-a1"] != 1 {
 		t.Fatalf("alice's share %+v, want task-a1 holding 1 core", s)
 	}
 	before := len(api.Actions())
-	res, err := r.Reconcile(ctx, testNS, "task-a2", Options{Event: "e2", Submit: true})
+	res, err := r.Reconcile(ctx, taskfixtures.Namespace, "task-a2", Options{Event: "e2", Submit: true})
 	if err != nil || !res.Waiting || res.State != tesv1.StateQueued || api.started(t, "task-a2") {
 		t.Fatalf("alice's second task: %+v %v, want it waiting", res, err)
 	}
@@ -86,22 +88,22 @@ func TestShareHoldsAnOwnersTasks(t *testing.T) {
 	if cm := api.configMap(t, "task-a2"); cm.Labels[taskmeta.LabelWaiting] != "true" || cm.Annotations[taskmeta.AnnotationCores] != "1" {
 		t.Errorf("the waiting task's labels %v, annotations %v", cm.Labels, cm.Annotations)
 	}
-	if res, err := r.Reconcile(ctx, testNS, "task-b1", Options{Event: "e3", Submit: true}); err != nil || res.Waiting {
+	if res, err := r.Reconcile(ctx, taskfixtures.Namespace, "task-b1", Options{Event: "e3", Submit: true}); err != nil || res.Waiting {
 		t.Fatalf("bob's task: %+v %v", res, err)
 	}
 
 	// alice's first task ends (cancelled): its place goes to the second.
 	a1 := api.configMap(t, "task-a1")
 	a1.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
-	if _, err := api.CoreV1().ConfigMaps(testNS).Update(ctx, a1, metav1.UpdateOptions{}); err != nil {
+	if _, err := api.CoreV1().ConfigMaps(taskfixtures.Namespace).Update(ctx, a1, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e4", Cancel: true})
+	res, err = r.Reconcile(ctx, taskfixtures.Namespace, "task-a1", Options{Event: "e4", Cancel: true})
 	if err != nil || res.State != tesv1.StateCanceling || api.started(t, "task-a2") {
 		t.Fatalf("the cancel: %+v %v", res, err)
 	}
 	// Its job is gone (the fake deletes at once): the task ends.
-	res, err = r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e5", GoneJob: taskmeta.ObjectName("task-a1", "ex-00")})
+	res, err = r.Reconcile(ctx, taskfixtures.Namespace, "task-a1", Options{Event: "e5", GoneJob: taskmeta.ObjectName("task-a1", "ex-00")})
 	if err != nil || res.Ended != tesv1.StateCanceled {
 		t.Fatalf("the cancelled task's end: %+v %v", res, err)
 	}
@@ -121,18 +123,18 @@ func TestShareHoldsAnOwnersTasks(t *testing.T) {
 func TestShareCountsTasksThatAskNoCPU(t *testing.T) {
 	noCPU := func(name string, age time.Duration) *corev1.ConfigMap {
 		cm := ownedAnchor(name, "alice", age)
-		return anchorObject(taskWith(1), cm.ObjectMeta)
+		return anchorObject(taskfixtures.TaskWith(1), cm.ObjectMeta)
 	}
 	api := newFakeAPI(t, noCPU("task-a1", 3*time.Minute), noCPU("task-a2", 2*time.Minute), noCPU("task-a3", time.Minute))
-	cfg := DefaultConfig()
-	cfg.Namespace = testNS
-	cfg.Quota = Quota{CPU: 2}
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = taskfixtures.Namespace
+	cfg.Quota = steps.Quota{CPU: 2}
 	r := testRunner(api, cfg)
 	for i, c := range []struct {
 		task    string
 		waiting bool
 	}{{"task-a1", false}, {"task-a2", false}, {"task-a3", true}} {
-		res, err := r.Reconcile(testCtx(t), testNS, c.task, Options{Event: fmt.Sprintf("e%d", i), Submit: true})
+		res, err := r.Reconcile(testCtx(t), taskfixtures.Namespace, c.task, Options{Event: fmt.Sprintf("e%d", i), Submit: true})
 		if err != nil || res.Waiting != c.waiting || api.started(t, c.task) == c.waiting {
 			t.Fatalf("%s: %+v %v, want waiting %v", c.task, res, err, c.waiting)
 		}
@@ -149,12 +151,12 @@ func TestShareCountsTasksThatAskNoCPU(t *testing.T) {
 // than a whole share can never run: it ends SYSTEM_ERROR at submission.
 func TestShareRefusesATaskLargerThanTheShare(t *testing.T) {
 	api := newFakeAPI(t, ownedAnchor("task-big", "alice", time.Minute))
-	cfg := DefaultConfig()
-	cfg.Namespace = testNS
-	cfg.Quota = Quota{CPU: 0.5}
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = taskfixtures.Namespace
+	cfg.Quota = steps.Quota{CPU: 0.5}
 	r := testRunner(api, cfg)
-	res, err := r.Reconcile(testCtx(t), testNS, "task-big", Options{Event: "e1", Submit: true})
-	if err != nil || res.Ended != tesv1.StateSystemError || api.configMap(t, ShareName("alice")) != nil {
+	res, err := r.Reconcile(testCtx(t), taskfixtures.Namespace, "task-big", Options{Event: "e1", Submit: true})
+	if err != nil || res.Ended != tesv1.StateSystemError || api.configMap(t, steps.ShareName("alice")) != nil {
 		t.Errorf("%+v %v, want SYSTEM_ERROR and no share taken", res, err)
 	}
 }
@@ -166,24 +168,24 @@ func TestShareRefusesATaskLargerThanTheShare(t *testing.T) {
 func TestSweepSettlesShares(t *testing.T) {
 	ended := ownedAnchor("task-a0", "alice", 10*time.Minute)
 	ended.Annotations[taskmeta.AnnotationState] = tesv1.StateComplete
-	ended.Annotations[taskmeta.AnnotationProgress] = progressOf([]string{taskmeta.PartPVC, "ex-00"}, "e0", ago(9*time.Minute), taskmeta.PartPVC, "ex-00").String()
+	ended.Annotations[taskmeta.AnnotationProgress] = taskfixtures.ProgressOf([]string{taskmeta.PartPVC, "ex-00"}, "e0", taskfixtures.Ago(9*time.Minute), taskmeta.PartPVC, "ex-00").String()
 	waitingA := ownedAnchor("task-a1", "alice", 5*time.Minute)
 	waitingA.Labels[taskmeta.LabelWaiting] = "true"
 	waitingA.Annotations[taskmeta.AnnotationCores] = "1"
 	claimed := ownedAnchor("task-b1", "bob", 4*time.Minute)
-	ledger := func(owner string, s Share) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ShareName(owner), Namespace: testNS,
+	ledger := func(owner string, s steps.Share) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: steps.ShareName(owner), Namespace: taskfixtures.Namespace,
 			Labels: map[string]string{taskmeta.LabelShare: "true", taskmeta.LabelCreator: owner}},
-			Data: map[string]string{ShareKey: s.Encode()}}
+			Data: map[string]string{steps.ShareKey: s.Encode()}}
 	}
 	api := newFakeAPI(t, ended, waitingA, claimed,
-		ledger("alice", Share{Tasks: map[string]float64{"task-a0": 1, "task-gone": 1}}),
-		ledger("bob", Share{Tasks: map[string]float64{"task-b1": 1}}))
-	cfg := DefaultConfig()
-	cfg.Namespace = testNS
-	cfg.Quota = Quota{Tasks: 1}
+		ledger("alice", steps.Share{Tasks: map[string]float64{"task-a0": 1, "task-gone": 1}}),
+		ledger("bob", steps.Share{Tasks: map[string]float64{"task-b1": 1}}))
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = taskfixtures.Namespace
+	cfg.Quota = steps.Quota{Tasks: 1}
 	r := testRunner(api, cfg)
-	res, err := r.Sweep(testCtx(t), testNS, "sweep-1", newMetadataFake(t, api))
+	res, err := r.Sweep(testCtx(t), taskfixtures.Namespace, "sweep-1", newMetadataFake(t, api))
 	if err != nil {
 		t.Fatalf("sweep: %v (%+v)", err, res)
 	}
@@ -199,7 +201,7 @@ func TestSweepSettlesShares(t *testing.T) {
 // sweep's list of the anchors' metadata.
 func newMetadataFake(t *testing.T, api *fakeAPI) metadata.Interface {
 	t.Helper()
-	list, err := api.CoreV1().ConfigMaps(testNS).List(context.Background(), metav1.ListOptions{})
+	list, err := api.CoreV1().ConfigMaps(taskfixtures.Namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,13 +222,13 @@ func newMetadataFake(t *testing.T, api *fakeAPI) metadata.Interface {
 // client, and the oldest starts while the younger waits on.
 func TestWaitingTasksStartFromTheirMetadata(t *testing.T) {
 	api := newFakeAPI(t, ownedAnchor("task-a1", "alice", 3*time.Minute), ownedAnchor("task-a2", "alice", 2*time.Minute), ownedAnchor("task-a3", "alice", time.Minute))
-	cfg := DefaultConfig()
-	cfg.Namespace = testNS
-	cfg.Quota = Quota{Tasks: 1}
+	cfg := steps.DefaultConfig()
+	cfg.Namespace = taskfixtures.Namespace
+	cfg.Quota = steps.Quota{Tasks: 1}
 	r := testRunner(api, cfg)
 	ctx := testCtx(t)
 	for i, task := range []string{"task-a1", "task-a3", "task-a2"} {
-		if _, err := r.Reconcile(ctx, testNS, task, Options{Event: fmt.Sprintf("e%d", i), Submit: true}); err != nil {
+		if _, err := r.Reconcile(ctx, taskfixtures.Namespace, task, Options{Event: fmt.Sprintf("e%d", i), Submit: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,13 +238,13 @@ func TestWaitingTasksStartFromTheirMetadata(t *testing.T) {
 
 	a1 := api.configMap(t, "task-a1")
 	a1.Labels[taskmeta.LabelStatus] = taskmeta.StatusCancelled
-	if _, err := api.CoreV1().ConfigMaps(testNS).Update(ctx, a1, metav1.UpdateOptions{}); err != nil {
+	if _, err := api.CoreV1().ConfigMaps(taskfixtures.Namespace).Update(ctx, a1, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e4", Cancel: true}); err != nil {
+	if _, err := r.Reconcile(ctx, taskfixtures.Namespace, "task-a1", Options{Event: "e4", Cancel: true}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := r.Reconcile(ctx, testNS, "task-a1", Options{Event: "e5", GoneJob: taskmeta.ObjectName("task-a1", "ex-00")}); err != nil || res.Ended != tesv1.StateCanceled {
+	if res, err := r.Reconcile(ctx, taskfixtures.Namespace, "task-a1", Options{Event: "e5", GoneJob: taskmeta.ObjectName("task-a1", "ex-00")}); err != nil || res.Ended != tesv1.StateCanceled {
 		t.Fatalf("the cancelled task's end: %+v %v", res, err)
 	}
 	if !api.started(t, "task-a2") || api.started(t, "task-a3") {

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"encoding/json"
@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -136,7 +138,7 @@ func teskAPIMinimalTask(s teskAPISettings) (string, []byte) {
 func teskAPIConfigMap(task string, raw []byte) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: task, Namespace: testNS,
+			Name: task, Namespace: taskfixtures.Namespace,
 			Annotations: map[string]string{"tes-task-name": "taskFull"},
 			Labels:      map[string]string{"creator-user-id": "test-user-id", "creator-group-name": "ABC"},
 		},
@@ -153,9 +155,9 @@ var teskTESKAPIDeployment = teskAPISettings{
 
 // handlerConfig is the handler's configuration from environment variables,
 // as the handler reads them at start.
-func handlerConfig(t *testing.T, env map[string]string) Config {
+func handlerConfig(t *testing.T, env map[string]string) steps.Config {
 	t.Helper()
-	cfg, issues := LoadEnv(DefaultConfig(), func(k string) string { return env[k] })
+	cfg, issues := steps.LoadEnv(steps.DefaultConfig(), func(k string) string { return env[k] })
 	if len(issues) > 0 {
 		t.Fatalf("settings %v: %v", env, issues)
 	}
@@ -164,7 +166,7 @@ func handlerConfig(t *testing.T, env map[string]string) Config {
 
 // deployedRunner is a runner as deployed: the task read from its ConfigMap,
 // events taken as hints.
-func deployedRunner(api *fakeAPI, cfg Config) *Runner {
+func deployedRunner(api *fakeAPI, cfg steps.Config) *Runner {
 	r := testRunner(api, cfg)
 	r.Config.TrustEvents = false
 	return r
@@ -175,12 +177,12 @@ func deployedRunner(api *fakeAPI, cfg Config) *Runner {
 func finish(t *testing.T, api *fakeAPI, r *Runner, task, part, event string) {
 	t.Helper()
 	ctx := testCtx(t)
-	j := api.jobNamed(t, testNS, taskmeta.ObjectName(task, part))
-	j.Status.Conditions = append(j.Status.Conditions, cond("Complete", t0))
-	if _, err := api.BatchV1().Jobs(testNS).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
+	j := api.jobNamed(t, taskfixtures.Namespace, taskmeta.ObjectName(task, part))
+	j.Status.Conditions = append(j.Status.Conditions, taskfixtures.Cond("Complete", taskfixtures.Now))
+	if _, err := api.BatchV1().Jobs(taskfixtures.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(ctx, testNS, task, Options{Event: event, Job: j.Name}); err != nil {
+	if _, err := r.Reconcile(ctx, taskfixtures.Namespace, task, Options{Event: event, Job: j.Name}); err != nil {
 		t.Fatalf("%s finished: %v", part, err)
 	}
 }
@@ -188,7 +190,7 @@ func finish(t *testing.T, api *fakeAPI, r *Runner, task, part, event string) {
 // secretMounted says whether a job's pod mounts the secret, read-only at
 // mount, in each of its containers.
 func secretMounted(api *fakeAPI, t *testing.T, task, part, secret, mount string) error {
-	j := api.jobNamed(t, testNS, taskmeta.ObjectName(task, part))
+	j := api.jobNamed(t, taskfixtures.Namespace, taskmeta.ObjectName(task, part))
 	ps := j.Spec.Template.Spec
 	found := false
 	for _, v := range ps.Volumes {
@@ -230,11 +232,11 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 		task, raw := teskAPIFullTask(teskTESKAPIDeployment)
 		api := newFakeAPI(t, teskAPIConfigMap(task, raw))
 		r := deployedRunner(api, handlerConfig(t, mapped))
-		res, err := r.Submit(ctx, testNS, task, nil, "ev-1")
+		res, err := r.Submit(ctx, taskfixtures.Namespace, task, nil, "ev-1")
 		if err != nil || res.Ended != "" {
 			t.Fatalf("submission: %+v %v, want the task started", res, err)
 		}
-		if api.jobNamed(t, testNS, taskmeta.ObjectName(task, taskmeta.PartInputsFiler)) == nil {
+		if api.jobNamed(t, taskfixtures.Namespace, taskmeta.ObjectName(task, taskmeta.PartInputsFiler)) == nil {
 			t.Fatal("no inputs filer")
 		}
 		finish(t, api, r, task, taskmeta.PartInputsFiler, "ev-2")
@@ -245,7 +247,7 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 			}
 			// The pod security context the TESK API read from its
 			// ConfigMap is the executor's: no setting of the handler's.
-			sc := api.jobNamed(t, testNS, taskmeta.ObjectName(task, part)).Spec.Template.Spec.SecurityContext
+			sc := api.jobNamed(t, taskfixtures.Namespace, taskmeta.ObjectName(task, part)).Spec.Template.Spec.SecurityContext
 			if sc == nil || sc.FSGroup == nil || *sc.FSGroup != 1000 || sc.RunAsUser == nil || *sc.RunAsUser != 1001 ||
 				sc.RunAsGroup == nil || *sc.RunAsGroup != 1002 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 				t.Errorf("%s: pod security context %+v, want the TESK API's (fsGroup 1000, user 1001, group 1002, non-root)", part, sc)
@@ -262,7 +264,7 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 		task, raw := teskAPIFullTask(teskTESKAPIDeployment)
 		api := newFakeAPI(t, teskAPIConfigMap(task, raw))
 		r := deployedRunner(api, handlerConfig(t, map[string]string{"EXECUTOR_SECRET_NAME": "mysecret", "EXECUTOR_SECRET_MOUNT_PATH": "/secret"}))
-		if res, err := r.Submit(ctx, testNS, task, nil, "ev-1"); err != nil || res.Ended != "" {
+		if res, err := r.Submit(ctx, taskfixtures.Namespace, task, nil, "ev-1"); err != nil || res.Ended != "" {
 			t.Fatalf("submission: %+v %v, want the task started", res, err)
 		}
 		finish(t, api, r, task, taskmeta.PartInputsFiler, "ev-2")
@@ -284,7 +286,7 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 			task, raw := teskAPIFullTask(teskTESKAPIDeployment)
 			api := newFakeAPI(t, teskAPIConfigMap(task, raw))
 			r := deployedRunner(api, handlerConfig(t, c.env))
-			res, err := r.Submit(ctx, testNS, task, nil, "ev-1")
+			res, err := r.Submit(ctx, taskfixtures.Namespace, task, nil, "ev-1")
 			if !invalid.Is(err) {
 				t.Fatalf("submission: %+v %v, want a refusal (400)", res, err)
 			}
@@ -312,7 +314,7 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 			task, raw := teskAPIFullTask(teskAPISettings{})
 			api := newFakeAPI(t, teskAPIConfigMap(task, raw))
 			r := deployedRunner(api, handlerConfig(t, env))
-			if res, err := r.Submit(ctx, testNS, task, nil, "ev-1"); err != nil || res.Ended != "" {
+			if res, err := r.Submit(ctx, taskfixtures.Namespace, task, nil, "ev-1"); err != nil || res.Ended != "" {
 				t.Fatalf("settings %v: %+v %v, want the task started", env, res, err)
 			}
 			finish(t, api, r, task, taskmeta.PartInputsFiler, "ev-2")
@@ -331,10 +333,10 @@ func TestTESKAPIFixturesRun(t *testing.T) {
 			task, raw := teskAPIMinimalTask(teskAPISettings{})
 			api := newFakeAPI(t, teskAPIConfigMap(task, raw))
 			r := deployedRunner(api, handlerConfig(t, env))
-			if res, err := r.Submit(ctx, testNS, task, nil, "ev-1"); err != nil || res.Ended != "" {
+			if res, err := r.Submit(ctx, taskfixtures.Namespace, task, nil, "ev-1"); err != nil || res.Ended != "" {
 				t.Fatalf("settings %v: %+v %v, want the task started", env, res, err)
 			}
-			if api.jobNamed(t, testNS, taskmeta.ObjectName(task, "ex-00")) == nil {
+			if api.jobNamed(t, taskfixtures.Namespace, taskmeta.ObjectName(task, "ex-00")) == nil {
 				t.Fatalf("settings %v: no executor job", env)
 			}
 		}

@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -20,7 +20,9 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/internal/invalid"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/kubeapi"
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
+	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
 
@@ -49,9 +51,9 @@ func TestClassify(t *testing.T) {
 // stuckTask is a task whose only executor's pod cannot pull its image, for
 // longer than the pod timeout: its step fails the job.
 func stuckTask() []runtime.Object {
-	prog := progressOf([]string{"ex-00"}, "ev-0", ago(time.Hour), "ex-00")
-	pod := waiting("ex-00", ago(time.Hour), ago(time.Hour), "ImagePullBackOff", false)
-	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(running("ex-00")), pod}
+	prog := taskfixtures.ProgressOf([]string{"ex-00"}, "ev-0", taskfixtures.Ago(time.Hour), "ex-00")
+	pod := taskfixtures.Waiting("ex-00", taskfixtures.Ago(time.Hour), taskfixtures.Ago(time.Hour), "ImagePullBackOff", false)
+	return []runtime.Object{anchorObject(taskfixtures.TaskWith(1), taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(taskfixtures.Running("ex-00")), pod}
 }
 
 func TestFailingAJob(t *testing.T) {
@@ -75,8 +77,8 @@ func TestFailingAJob(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			api := newFakeAPI(t, stuckTask()...)
-			api.inject("patch", "jobs", taskmeta.ObjectName(testTask, "ex-00"), c.err, 0)
-			res, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-pod", Pods: true})
+			api.inject("patch", "jobs", taskmeta.ObjectName(taskfixtures.TaskName, "ex-00"), c.err, 0)
+			res, err := testRunner(api, steps.DefaultConfig()).Reconcile(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-pod", Pods: true})
 			if c.want == kubeapi.Rejected {
 				// behaviour §1.12: only a rejection falls back to deleting
 				// the job, and the task stops.
@@ -127,19 +129,19 @@ func TestFailingAJob(t *testing.T) {
 
 // cancelledTask is a cancelled task with a PVC and a running executor.
 func cancelledTask() []runtime.Object {
-	prog := progressOf([]string{taskmeta.PartPVC, "ex-00"}, "ev-0", ago(time.Hour), taskmeta.PartPVC, "ex-00")
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: taskmeta.PVCName(testTask), Namespace: testNS}}
-	return []runtime.Object{anchorObject(taskWith(1), cancelled(anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL))), owned(running("ex-00")), pvc}
+	prog := taskfixtures.ProgressOf([]string{taskmeta.PartPVC, "ex-00"}, "ev-0", taskfixtures.Ago(time.Hour), taskmeta.PartPVC, "ex-00")
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: taskmeta.PVCName(taskfixtures.TaskName), Namespace: taskfixtures.Namespace}}
+	return []runtime.Object{anchorObject(taskfixtures.TaskWith(1), taskfixtures.Cancelled(taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL))), owned(taskfixtures.Running("ex-00")), pvc}
 }
 
 func TestCancelWhenDeletingIsRejected(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("KEEP_FAILED_PVC=%v", keep), func(t *testing.T) {
 			api := newFakeAPI(t, cancelledTask()...)
-			api.inject("delete", "jobs", taskmeta.ObjectName(testTask, "ex-00"), errDenied, 0)
-			cfg := DefaultConfig()
+			api.inject("delete", "jobs", taskmeta.ObjectName(taskfixtures.TaskName, "ex-00"), errDenied, 0)
+			cfg := steps.DefaultConfig()
 			cfg.KeepFailedPVC = keep
-			res, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
+			res, err := testRunner(api, cfg).Reconcile(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-cancel"})
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
@@ -172,7 +174,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 			}
 			// A later event changes nothing.
 			before := len(api.Actions())
-			if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-later"}); err != nil {
+			if _, err := testRunner(api, cfg).Reconcile(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-later"}); err != nil {
 				t.Fatal(err)
 			}
 			if n := api.count("delete", "jobs", ""); n != 1 {
@@ -190,7 +192,7 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			api := newFakeAPI(t, cancelledTask()...)
 			api.inject("delete", "jobs", "", c.err, 0)
-			_, err := testRunner(api, DefaultConfig()).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev-cancel"})
+			_, err := testRunner(api, steps.DefaultConfig()).Reconcile(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-cancel"})
 			if err == nil || !kubeapi.IsTransient(err) {
 				t.Fatalf("Reconcile: %v; want an error to try again", err)
 			}
@@ -210,17 +212,17 @@ func TestCancelWhenDeletingIsRejected(t *testing.T) {
 // unschedulableTask is a task whose executor's pod has not been scheduled
 // for two hours, and never ran.
 func unschedulableTask() []runtime.Object {
-	prog := progressOf([]string{"ex-00"}, "ev-0", ago(2*time.Hour), "ex-00")
-	return []runtime.Object{anchorObject(taskWith(1), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(running("ex-00")), unschedulablePod("ex-00", ago(2*time.Hour))}
+	prog := taskfixtures.ProgressOf([]string{"ex-00"}, "ev-0", taskfixtures.Ago(2*time.Hour), "ex-00")
+	return []runtime.Object{anchorObject(taskfixtures.TaskWith(1), taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), owned(taskfixtures.Running("ex-00")), taskfixtures.UnschedulablePod("ex-00", taskfixtures.Ago(2*time.Hour))}
 }
 
 func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := steps.DefaultConfig()
 	cfg.MaxQueue = time.Hour
 	t.Run("the job is failed and kept instead, and the task stops", func(t *testing.T) {
 		api := newFakeAPI(t, unschedulableTask()...)
 		api.inject("delete", "jobs", "", errDenied, 0)
-		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev", Pods: true}); err != nil {
+		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev", Pods: true}); err != nil {
 			t.Fatal(err)
 		}
 		j := api.job("ex-00")
@@ -241,7 +243,7 @@ func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
 		api := newFakeAPI(t, unschedulableTask()...)
 		api.inject("delete", "jobs", "", errDenied, 0)
 		api.inject("patch", "jobs", "", errDenied, 0)
-		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), testNS, testTask, Options{Event: "ev", Pods: true}); err != nil {
+		if _, err := testRunner(api, cfg).Reconcile(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev", Pods: true}); err != nil {
 			t.Fatal(err)
 		}
 		a := api.anchor()
@@ -253,7 +255,7 @@ func TestMaxQueueWhenDeletingIsRejected(t *testing.T) {
 
 // input is a task JSON with an input, so that it has a PVC.
 func input(t *testing.T) json.RawMessage {
-	raw, err := json.Marshal(taskWith(1, withInput))
+	raw, err := json.Marshal(taskfixtures.TaskWith(1, taskfixtures.WithInput))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +263,9 @@ func input(t *testing.T) json.RawMessage {
 }
 
 func TestRejectedVolumeClaim(t *testing.T) {
-	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, taskmeta.PVCName(testTask),
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, taskmeta.PVCName(taskfixtures.TaskName),
 		errors.New("exceeded quota: storage, requested: requests.storage=2Gi, used: requests.storage=9Gi, limited: requests.storage=10Gi"))
-	class := apierrors.NewInvalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, taskmeta.PVCName(testTask),
+	class := apierrors.NewInvalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, taskmeta.PVCName(taskfixtures.TaskName),
 		field.ErrorList{field.Invalid(field.NewPath("spec", "storageClassName"), "Fast_SSD", "a lowercase RFC 1123 subdomain must consist of ...")})
 	for _, c := range []struct {
 		name string
@@ -276,7 +278,7 @@ func TestRejectedVolumeClaim(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			api := newFakeAPI(t)
 			api.inject("create", "persistentvolumeclaims", "", c.err, 0)
-			res, err := testRunner(api, DefaultConfig()).Submit(testCtx(t), testNS, testTask, input(t), "ev-1")
+			res, err := testRunner(api, steps.DefaultConfig()).Submit(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, input(t), "ev-1")
 			if err != nil {
 				t.Fatalf("Submit: %v", err)
 			}
@@ -291,7 +293,7 @@ func TestRejectedVolumeClaim(t *testing.T) {
 				t.Errorf("%d jobs created", n)
 			}
 			// A redelivery of the submission creates nothing more.
-			if _, err := testRunner(api, DefaultConfig()).Submit(testCtx(t), testNS, testTask, input(t), "ev-1"); err != nil {
+			if _, err := testRunner(api, steps.DefaultConfig()).Submit(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, input(t), "ev-1"); err != nil {
 				t.Fatal(err)
 			}
 			if n := api.count("create", "persistentvolumeclaims", ""); n != 1 {
@@ -305,21 +307,21 @@ func TestRejectedVolumeClaim(t *testing.T) {
 // failed; the redelivery of the same event creates it, exactly once. Once
 // someone deletes it, no event creates it again.
 func TestCreateFailsAfterTheRecord(t *testing.T) {
-	raw, _ := json.Marshal(taskWith(1))
+	raw, _ := json.Marshal(taskfixtures.TaskWith(1))
 	for _, applied := range []bool{false, true} {
 		t.Run(fmt.Sprintf("the create took effect: %v", applied), func(t *testing.T) {
 			api := newFakeAPI(t)
 			ft := api.inject("create", "jobs", "", errInternal, 3)
 			ft.applied = applied
-			r := testRunner(api, DefaultConfig())
+			r := testRunner(api, steps.DefaultConfig())
 			ctx := testCtx(t)
-			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err == nil {
+			if _, err := r.Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err == nil {
 				t.Fatal("Submit succeeded with every create failing")
 			}
 			if !api.progress().IsStarted("ex-00") {
 				t.Fatal("the job was not recorded before its create")
 			}
-			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+			if _, err := r.Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err != nil {
 				t.Fatalf("the redelivery: %v", err)
 			}
 			if api.job("ex-00") == nil {
@@ -327,17 +329,17 @@ func TestCreateFailsAfterTheRecord(t *testing.T) {
 			}
 			// Another event (not the one that recorded it) never creates
 			// it: once it is deleted, the task stops.
-			if err := api.BatchV1().Jobs(testNS).Delete(ctx, taskmeta.ObjectName(testTask, "ex-00"), metav1.DeleteOptions{}); err != nil {
+			if err := api.BatchV1().Jobs(taskfixtures.Namespace).Delete(ctx, taskmeta.ObjectName(taskfixtures.TaskName, "ex-00"), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", GoneJob: taskmeta.ObjectName(testTask, "ex-00")})
+			res, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-2", GoneJob: taskmeta.ObjectName(taskfixtures.TaskName, "ex-00")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.State != tesv1.StateSystemError {
 				t.Errorf("state %s after the job was deleted, want SYSTEM_ERROR", res.State)
 			}
-			if _, err := r.Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+			if _, err := r.Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err != nil {
 				t.Fatal(err)
 			}
 			if api.job("ex-00") != nil {
@@ -364,22 +366,22 @@ func TestCreateFailsAfterTheRecord(t *testing.T) {
 func TestRecordAnsweredWithAnErrorIsFinished(t *testing.T) {
 	for _, redelivered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("redelivered: %v", redelivered), func(t *testing.T) {
-			prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
-			done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0), cond(batchv1.JobComplete, t0)))
-			api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
+			prog := taskfixtures.ProgressOf([]string{"ex-00", "ex-01"}, "ev-0", taskfixtures.Ago(time.Hour), "ex-00")
+			done := owned(taskfixtures.JobOf("ex-00", taskfixtures.Cond(batchv1.JobSuccessCriteriaMet, taskfixtures.Now), taskfixtures.Cond(batchv1.JobComplete, taskfixtures.Now)))
+			api := newFakeAPI(t, anchorObject(taskfixtures.TaskWith(2), taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
 			ft := api.inject("patch", "configmaps", "", errInternal, 1)
 			ft.applied = true
 			if redelivered {
 				api.inject("create", "jobs", "", errInternal, 3)
 			}
-			r := testRunner(api, DefaultConfig())
+			r := testRunner(api, steps.DefaultConfig())
 			ctx := testCtx(t)
-			_, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done})
+			_, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-1", Job: done.Name, Seen: done})
 			if redelivered {
 				if err == nil {
 					t.Fatal("the step succeeded with every create failing")
 				}
-				if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
+				if _, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
 					t.Fatalf("the redelivery: %v", err)
 				}
 			} else if err != nil {
@@ -390,7 +392,7 @@ func TestRecordAnsweredWithAnErrorIsFinished(t *testing.T) {
 			}
 			// Another event about the done job is stale: nothing is done.
 			before := len(api.requests())
-			if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: done.Name, Seen: done}); err != nil {
+			if _, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-2", Job: done.Name, Seen: done}); err != nil {
 				t.Fatal(err)
 			}
 			if got := api.requests()[before:]; len(got) != 1 {
@@ -403,13 +405,13 @@ func TestRecordAnsweredWithAnErrorIsFinished(t *testing.T) {
 // TestConflictsBackOff: a step whose anchor changed under it decides again
 // after a growing, jittered wait, not back to back (behaviour §8.1).
 func TestConflictsBackOff(t *testing.T) {
-	raw, _ := json.Marshal(taskWith(1))
+	raw, _ := json.Marshal(taskfixtures.TaskWith(1))
 	api := newFakeAPI(t)
-	api.inject("patch", "configmaps", "", apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, testTask, errors.New("modified")), 3)
-	r := testRunner(api, DefaultConfig())
+	api.inject("patch", "configmaps", "", apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, taskfixtures.TaskName, errors.New("modified")), 3)
+	r := testRunner(api, steps.DefaultConfig())
 	var waits []time.Duration
 	r.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
-	if _, err := r.Submit(testCtx(t), testNS, testTask, raw, "ev-1"); err != nil {
+	if _, err := r.Submit(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err != nil {
 		t.Fatal(err)
 	}
 	if api.job("ex-00") == nil {
@@ -429,10 +431,10 @@ func TestConflictsBackOff(t *testing.T) {
 	}
 	t.Run("bounded", func(t *testing.T) {
 		api := newFakeAPI(t)
-		api.inject("patch", "configmaps", "", apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, testTask, errors.New("modified")), 0)
-		r := testRunner(api, DefaultConfig())
+		api.inject("patch", "configmaps", "", apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, taskfixtures.TaskName, errors.New("modified")), 0)
+		r := testRunner(api, steps.DefaultConfig())
 		r.Sleep = func(context.Context, time.Duration) error { return nil }
-		if _, err := r.Submit(testCtx(t), testNS, testTask, raw, "ev-1"); err == nil {
+		if _, err := r.Submit(testCtx(t), taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err == nil {
 			t.Fatal("a step whose anchor always changes succeeded")
 		}
 		if n := api.count("patch", "configmaps", ""); n != maxAttempts {
@@ -442,8 +444,8 @@ func TestConflictsBackOff(t *testing.T) {
 }
 
 func TestTasksThatCanNeverRun(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.TaskTTL = ptr(time.Hour)
+	cfg := steps.DefaultConfig()
+	cfg.TaskTTL = ptrTo(time.Hour)
 	ctx := testCtx(t)
 	check := func(t *testing.T, api *fakeAPI, err error, reason string) {
 		t.Helper()
@@ -460,19 +462,19 @@ func TestTasksThatCanNeverRun(t *testing.T) {
 	}
 	t.Run("behaviour §8.5: the event's input", func(t *testing.T) {
 		api := newFakeAPI(t)
-		_, err := testRunner(api, cfg).Submit(ctx, testNS, testTask, json.RawMessage(`{"executors":[]}`), "ev-1")
+		_, err := testRunner(api, cfg).Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, json.RawMessage(`{"executors":[]}`), "ev-1")
 		check(t, api, err, "invalid task")
 	})
 	t.Run("behaviour §8.5: the TESK API's ConfigMap", func(t *testing.T) {
-		cm := &corev1.ConfigMap{ObjectMeta: anchorWith(nil), BinaryData: map[string][]byte{"JSON_INPUT.gz": []byte("not gzip")}}
+		cm := &corev1.ConfigMap{ObjectMeta: taskfixtures.AnchorWith(nil), BinaryData: map[string][]byte{"JSON_INPUT.gz": []byte("not gzip")}}
 		api := newFakeAPI(t, cm)
-		_, err := testRunner(api, cfg).Submit(ctx, testNS, testTask, nil, "ev-1")
+		_, err := testRunner(api, cfg).Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, nil, "ev-1")
 		check(t, api, err, "is not gzip")
 	})
 	t.Run("behaviour §8.5: unknown fields are a warning, and the task runs", func(t *testing.T) {
 		api := newFakeAPI(t)
-		raw := json.RawMessage(`{"executors":[` + string(must(json.Marshal(executorSpec(0, "alpine")))) + `],"newer_field":{"x":1}}`)
-		if _, err := testRunner(api, cfg).Submit(ctx, testNS, testTask, raw, "ev-1"); err != nil {
+		raw := json.RawMessage(`{"executors":[` + string(must(json.Marshal(taskfixtures.ExecutorSpec(0, "alpine")))) + `],"newer_field":{"x":1}}`)
+		if _, err := testRunner(api, cfg).Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, raw, "ev-1"); err != nil {
 			t.Fatal(err)
 		}
 		if api.job("ex-00") == nil {
@@ -503,10 +505,10 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 			t.Run(w.verb+" "+w.resource+": "+c.name, func(t *testing.T) {
 				api := newFakeAPI(t)
 				ft := api.inject(w.verb, w.resource, "", c.err, 0)
-				r := testRunner(api, DefaultConfig())
+				r := testRunner(api, steps.DefaultConfig())
 				r.Sleep = func(context.Context, time.Duration) error { return nil }
 				ctx := testCtx(t)
-				res, err := r.Submit(ctx, testNS, testTask, input(t), "ev-1")
+				res, err := r.Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, input(t), "ev-1")
 				later := writes[wi+1:]
 				if c.want == kubeapi.Rejected && w.verb == "create" {
 					if err != nil || res.State != tesv1.StateSystemError || !strings.Contains(api.anchor().Annotations[taskmeta.AnnotationReason], "was rejected") {
@@ -532,15 +534,15 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 				}
 				// The fault passes; the redelivery finishes the step.
 				ft.times, ft.hits = 1, 1
-				res, err = r.Submit(ctx, testNS, testTask, input(t), "ev-1")
+				res, err = r.Submit(ctx, taskfixtures.Namespace, taskfixtures.TaskName, input(t), "ev-1")
 				if err != nil || res.State != tesv1.StateInitializing {
 					t.Fatalf("the redelivery: %+v, %v; want INITIALIZING", res, err)
 				}
 				if api.job(taskmeta.PartInputsFiler) == nil {
 					t.Error("the inputs filer was not created")
 				}
-				jobs, _ := api.BatchV1().Jobs(testNS).List(ctx, metav1.ListOptions{})
-				pvcs, _ := api.CoreV1().PersistentVolumeClaims(testNS).List(ctx, metav1.ListOptions{})
+				jobs, _ := api.BatchV1().Jobs(taskfixtures.Namespace).List(ctx, metav1.ListOptions{})
+				pvcs, _ := api.CoreV1().PersistentVolumeClaims(taskfixtures.Namespace).List(ctx, metav1.ListOptions{})
 				if len(jobs.Items) != 1 || len(pvcs.Items) != 1 {
 					t.Errorf("%d jobs and %d PVCs, want one each", len(jobs.Items), len(pvcs.Items))
 				}
@@ -555,17 +557,17 @@ func TestEachErrorAtEachWriteOfASubmission(t *testing.T) {
 // its job annotated); the job's later Complete (after SuccessCriteriaMet)
 // costs the anchor read alone.
 func TestAnExecutorStepsRequests(t *testing.T) {
-	prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
-	done := owned(jobOf("ex-00", cond(batchv1.JobSuccessCriteriaMet, t0)))
-	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
-	r := testRunner(api, DefaultConfig())
+	prog := taskfixtures.ProgressOf([]string{"ex-00", "ex-01"}, "ev-0", taskfixtures.Ago(time.Hour), "ex-00")
+	done := owned(taskfixtures.JobOf("ex-00", taskfixtures.Cond(batchv1.JobSuccessCriteriaMet, taskfixtures.Now)))
+	api := newFakeAPI(t, anchorObject(taskfixtures.TaskWith(2), taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done)
+	r := testRunner(api, steps.DefaultConfig())
 	ctx := testCtx(t)
-	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
+	if _, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-1", Job: done.Name, Seen: done}); err != nil {
 		t.Fatal(err)
 	}
 	later := done.DeepCopy()
-	later.Status.Conditions = append(later.Status.Conditions, cond(batchv1.JobComplete, t0))
-	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-2", Job: later.Name, Seen: later}); err != nil {
+	later.Status.Conditions = append(later.Status.Conditions, taskfixtures.Cond(batchv1.JobComplete, taskfixtures.Now))
+	if _, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-2", Job: later.Name, Seen: later}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -580,8 +582,8 @@ func TestAnExecutorStepsRequests(t *testing.T) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Without the job in the event (Reference mode), it is read.
-	api2 := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done.DeepCopy())
-	if _, err := testRunner(api2, DefaultConfig()).Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: done.Name}); err != nil {
+	api2 := newFakeAPI(t, anchorObject(taskfixtures.TaskWith(2), taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), done.DeepCopy())
+	if _, err := testRunner(api2, steps.DefaultConfig()).Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-1", Job: done.Name}); err != nil {
 		t.Fatal(err)
 	}
 	if n := api2.count("get", "jobs", done.Name); n != 1 {
@@ -594,37 +596,37 @@ func TestAnExecutorStepsRequests(t *testing.T) {
 // its job, after it created the next executor; the view then reads the
 // record when the pod is gone.
 func TestEndedExecutorIsRecorded(t *testing.T) {
-	prog := progressOf([]string{"ex-00", "ex-01"}, "ev-0", ago(time.Hour), "ex-00")
-	ended := owned(ignoring(failed("ex-00")))
-	pod := terminatedPod("ex-00", ago(30*time.Minute), ago(29*time.Minute), ago(21*time.Minute), 3)
-	pod.Namespace = testNS
+	prog := taskfixtures.ProgressOf([]string{"ex-00", "ex-01"}, "ev-0", taskfixtures.Ago(time.Hour), "ex-00")
+	ended := owned(taskfixtures.Ignoring(taskfixtures.Failed("ex-00")))
+	pod := taskfixtures.TerminatedPod("ex-00", taskfixtures.Ago(30*time.Minute), taskfixtures.Ago(29*time.Minute), taskfixtures.Ago(21*time.Minute), 3)
+	pod.Namespace = taskfixtures.Namespace
 	pod.Spec.Containers = []corev1.Container{{Name: "executor"}}
-	api := newFakeAPI(t, anchorObject(taskWith(2), anchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), ended, pod)
-	r := testRunner(api, DefaultConfig())
+	api := newFakeAPI(t, anchorObject(taskfixtures.TaskWith(2), taskfixtures.AnchorWith(&prog, taskmeta.AnnotationTTL, taskmeta.NoTTL)), ended, pod)
+	r := testRunner(api, steps.DefaultConfig())
 	ctx := testCtx(t)
-	if _, err := r.Reconcile(ctx, testNS, testTask, Options{Event: "ev-1", Job: ended.Name, Seen: ended}); err != nil {
+	if _, err := r.Reconcile(ctx, taskfixtures.Namespace, taskfixtures.TaskName, Options{Event: "ev-1", Job: ended.Name, Seen: ended}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := api.requests()
 	if i, k := slices.Index(reqs, "create jobs ex-01"), slices.Index(reqs, "patch jobs ex-00 {executor-log}"); i < 0 || k < i {
 		t.Fatalf("requests %v: want ex-01 created, then ex-00's log recorded", reqs)
 	}
-	j, err := api.BatchV1().Jobs(testNS).Get(ctx, ended.Name, metav1.GetOptions{})
+	j, err := api.BatchV1().Jobs(taskfixtures.Namespace).Get(ctx, ended.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, ok := RecordedLog(j)
+	rec, ok := steps.RecordedLog(j)
 	if !ok {
 		t.Fatalf("no record on %s: %v", j.Name, j.Annotations)
 	}
 	// The fake clientset answers every log request with "fake logs", as a
 	// node that does not serve the streams apart: stdout holds the log.
-	want := tesv1.ExecutorLog{StartTime: rfc(ago(29 * time.Minute)), EndTime: rfc(ago(21 * time.Minute)), ExitCode: 3, Stdout: "fake logs"}
+	want := tesv1.ExecutorLog{StartTime: taskfixtures.RFC3339(taskfixtures.Ago(29 * time.Minute)), EndTime: taskfixtures.RFC3339(taskfixtures.Ago(21 * time.Minute)), ExitCode: 3, Stdout: "fake logs"}
 	if rec != want {
 		t.Errorf("record %+v, want %+v", rec, want)
 	}
-	v := BuildView(anchorWith(&prog), jobsOf(j), nil, DefaultConfig(), t0)
+	v := steps.BuildView(taskfixtures.AnchorWith(&prog), taskfixtures.JobsOf(j), nil, steps.DefaultConfig(), taskfixtures.Now)
 	if got := v.Logs[0].Logs; len(got) != 1 || got[0] != want {
-		t.Errorf("view without pods %s, want the record", show(got))
+		t.Errorf("view without pods %s, want the record", taskfixtures.ShowLogs(got))
 	}
 }

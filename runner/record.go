@@ -1,4 +1,4 @@
-package steps
+package runner
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 )
 
@@ -50,7 +51,7 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 		warn("The outputs filer has no succeeded pod", errors.New("no pod"))
 		return
 	}
-	tail := int64(OutputLogTailLines)
+	tail := int64(steps.OutputLogTailLines)
 	var log []byte
 	err = r.call(ctx, func(ctx context.Context) (err error) {
 		log, err = r.Client.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
@@ -60,7 +61,7 @@ func (st *step) recordOutputFileLogs(ctx context.Context, job string) {
 		warn("Reading the outputs filer's log failed", err)
 		return
 	}
-	value, notes, err := OutputFileLogs(spec, string(log))
+	value, notes, err := steps.OutputFileLogs(spec, string(log))
 	r.logNotes(ctx, st.a.Name, notes)
 	if err != nil {
 		warn("The outputs filer's log has no valid file list", err)
@@ -97,9 +98,9 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 		return
 	}
 	ptrs := podPointers(pods.Items)
-	rec := observedLog(j, ptrs)
-	if pod := LastPod(ptrs, job); pod != nil && len(pod.Spec.Containers) > 0 {
-		limit := min(r.Config.logTailBytes(), MaxRecordedLogBytes/2)
+	rec := steps.ObservedLog(j, ptrs)
+	if pod := steps.LastPod(ptrs, job); pod != nil && len(pod.Spec.Containers) > 0 {
+		limit := min(r.Config.LogTailLimit(), steps.MaxRecordedLogBytes/2)
 		stdout, stderr, _, err := ExecutorLog(ctx, r.Client, ns, pod.Name, pod.Spec.Containers[0].Name, limit)
 		if err != nil {
 			r.log(ctx).Warnw("Reading the executor's log failed; its exit code and times are recorded without it", "task", st.a.Name, "job", job, "error", err)
@@ -107,7 +108,7 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 		rec.Stdout, rec.Stderr = stdout, stderr
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		taskmeta.AnnotationExecutorLog: encodeRecord(rec, MaxRecordedLogBytes),
+		taskmeta.AnnotationExecutorLog: steps.EncodeRecord(rec, steps.MaxRecordedLogBytes),
 	}}})
 	if err := r.call(ctx, func(ctx context.Context) error {
 		_, err := r.Client.BatchV1().Jobs(ns).Patch(ctx, job, types.MergePatchType, patch, metav1.PatchOptions{})
@@ -116,7 +117,7 @@ func (st *step) recordExecutorLog(ctx context.Context, part string) {
 		warn("Recording the executor's log on its job failed", err)
 		return
 	}
-	r.log(ctx).Debugw("Executor log recorded", "task", st.a.Name, "job", job, "log", describeLog(rec))
+	r.log(ctx).Debugw("Executor log recorded", "task", st.a.Name, "job", job, "log", steps.DescribeLog(rec))
 }
 
 // listPodsOfJob lists from the API server the pods the Job controller created
