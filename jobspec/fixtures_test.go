@@ -5,26 +5,24 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/taskfixtures"
 )
 
 // Fixtures shared by the tests of the package: a task as the TESK API
-// passes it and its anchor (as package steps' tests have them).
+// passes it and its anchor, shared with the tests of steps and runner
+// (test/taskfixtures).
 
 const (
-	testTask = "task-1234abcd"
-	testNS   = "tesk"
-	testUID  = types.UID("0b5c2f7e-anchor")
+	testTask = taskfixtures.TaskName
+	testNS   = taskfixtures.Namespace
+	testUID  = taskfixtures.AnchorUID
 )
 
-var testAnchor = taskmeta.Anchor{Name: testTask, Namespace: testNS, UID: testUID}
+var testAnchor = taskfixtures.TestAnchor
 
-// The tasks shared with package steps's tests (test/taskfixtures).
+// The tasks shared with the tests of steps and runner (test/taskfixtures).
 var (
 	executorSpec    = taskfixtures.ExecutorSpec
 	taskWith        = taskfixtures.TaskWith
@@ -34,7 +32,7 @@ var (
 	teskAPIExecutor = taskfixtures.TESKAPIExecutor
 )
 
-func quantity(s string) resource.Quantity { return resource.MustParse(s) }
+var quantity = taskfixtures.Quantity
 
 func ptr[T any](v T) *T { return &v }
 
