@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/tls"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -788,6 +789,9 @@ func (c *Cluster) apiServerArgs() []string {
 		// No node lifecycle controller runs to lift the not-ready taint that
 		// this plugin puts on new nodes; kwok's nodes are ready at once.
 		"--disable-admission-plugins=TaintNodesByCondition",
+		// A namespace's node selector and tolerations (PlayPods); without
+		// its annotations neither changes a pod.
+		"--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
 		"--profiling=false",
 		// A container's stdout and stderr served apart, as the executors'
 		// TES logs read them where the cluster allows it.
@@ -888,42 +892,88 @@ func (c *Cluster) createNodes(ctx context.Context, opts Options) error {
 		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
 	}
 	for i := 0; i < opts.Nodes; i++ {
-		name := fmt.Sprintf("kwok-node-%d", i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name,
-				Labels: map[string]string{
-					"kubernetes.io/hostname": name,
-					"kubernetes.io/os":       "linux",
-					"kubernetes.io/arch":     "amd64",
-					"type":                   "kwok",
-				},
-				Annotations: map[string]string{
-					"kwok.x-k8s.io/node":           "fake",
-					"node.alpha.kubernetes.io/ttl": "0",
-				},
-			},
-			Status: corev1.NodeStatus{
-				Capacity:    capacity,
-				Allocatable: capacity,
-				Addresses: []corev1.NodeAddress{
-					{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
-					{Type: corev1.NodeHostName, Address: name},
-				},
-				DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(c.ports.Kubelet)}},
-				NodeInfo: corev1.NodeSystemInfo{
-					Architecture:    "amd64",
-					OperatingSystem: "linux",
-					KubeletVersion:  KubernetesVersion,
-				},
-			},
-		}
+		node := fakeNode(fmt.Sprintf("kwok-node-%d", i), capacity, c.ports.Kubelet, opts.RealNode)
 		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create node %s: %w", name, err)
+			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
-		c.Nodes = append(c.Nodes, name)
+		c.Nodes = append(c.Nodes, node.Name)
 	}
 	return nil
+}
+
+// FakeNodeTaint is the taint of the fake nodes beside a real node: only
+// the pods of a namespace PlayPods names (and those that tolerate it)
+// go to them, so that the real node keeps what must really run.
+var FakeNodeTaint = corev1.Taint{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+
+// fakeNode is the fake node name that kwok plays, with capacity, its
+// kubelet server at kubeletPort; beside a real node it has FakeNodeTaint.
+func fakeNode(name string, capacity corev1.ResourceList, kubeletPort int, besideReal bool) *corev1.Node {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+				"type":                   "kwok",
+			},
+			Annotations: map[string]string{
+				"kwok.x-k8s.io/node":           "fake",
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(kubeletPort)}},
+			NodeInfo: corev1.NodeSystemInfo{
+				Architecture:    "amd64",
+				OperatingSystem: "linux",
+				KubeletVersion:  KubernetesVersion,
+			},
+		},
+	}
+	if besideReal {
+		node.Spec.Taints = []corev1.Taint{FakeNodeTaint}
+	}
+	return node
+}
+
+// PlayPods sends the pods of namespace to the fake nodes, kwok playing
+// them, where a real node runs the rest (Options.RealNode with Nodes):
+// the API server's PodNodeSelector and PodTolerationRestriction admission
+// give each pod created there the fake nodes' label as its node selector
+// and a toleration of FakeNodeTaint. make bench-knative PODS=kwok measures
+// the control path this way: Knative, the handler and the TES API on the
+// real node, the tasks' pods on kwok's.
+func (c *Cluster) PlayPods(ctx context.Context, namespace string) error {
+	if len(c.Nodes) == 0 {
+		return errors.New("play pods: the cluster has no fake nodes (cluster up -nodes N)")
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": playedPodsAnnotations()}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Patch(ctx, namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("play pods of %s: %w", namespace, err)
+	}
+	return nil
+}
+
+// playedPodsAnnotations are the namespace's annotations that PlayPods
+// sets: the node selector of the fake nodes and the toleration of their
+// taint, as the two admission plugins read them.
+func playedPodsAnnotations() map[string]string {
+	tol, _ := json.Marshal([]corev1.Toleration{{Key: FakeNodeTaint.Key, Operator: corev1.TolerationOpEqual, Value: FakeNodeTaint.Value, Effect: FakeNodeTaint.Effect}})
+	return map[string]string{
+		"scheduler.alpha.kubernetes.io/node-selector":      "type=kwok",
+		"scheduler.alpha.kubernetes.io/defaultTolerations": string(tol),
+	}
 }
 
 func (c *Cluster) nodesReady(ctx context.Context) (bool, error) {
