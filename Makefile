@@ -155,14 +155,24 @@ bench-etcd: control-plane-bins build
 # scales it (0: none; BENCHMARKS.md records SCALE=250 and SCALE=1000 with
 # SHARE=30: 16 and 99 minutes here), SHARE of them at once (the
 # user's share, QUOTA_TASKS_PER_USER: what the real node's 110 pods and 2
-# cores take; 0: all at once).
+# cores take; 0: all at once). PODS=kwok: the tasks' pods are played by
+# four kwok nodes of the same cluster while Knative, the handler and the
+# TES API stay on the real node, so that the run measures the control
+# path, not the node's pod starts (use SHARE=0). PATHS: the event paths the
+# scale run goes through, one after the other, side by side (imc,
+# imc-async, jetstream; jetstream starts the cluster with NATS=1).
 COLD ?= 5
 SCALE ?= 0
 SHARE ?= 30
+PODS ?= real
+PATHS ?= imc
+ifeq ($(filter $(PODS),real kwok),)
+$(error PODS=$(PODS): use PODS=real (the default) or PODS=kwok)
+endif
 .PHONY: bench-knative
-bench-knative: cluster-bins node-deps image-deps
-	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1 AUDIT_USERS=system:serviceaccount:tesk:tesk-handler
-	@status=0; $(GORUN) ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) -scale $(SCALE) -share $(SHARE) -audit-log $(CLUSTER_DIR)/audit.log || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
+bench-knative: cluster-bins node-deps image-deps $(if $(findstring jetstream,$(PATHS)),natss-bins)
+	@$(GORUN) ./test/cluster/cmd/cluster status -dir $(CLUSTER_DIR) >/dev/null 2>&1 || $(MAKE) --no-print-directory cluster-up KNATIVE=1 AUDIT_USERS=system:serviceaccount:tesk:tesk-handler $(if $(filter kwok,$(PODS)),NODES=4) $(if $(findstring jetstream,$(PATHS)),NATS=1)
+	@status=0; $(GORUN) ./test/knative/cmd/bench -dir $(CLUSTER_DIR) -cold $(COLD) -scale $(SCALE) -share $(SHARE) -audit-log $(CLUSTER_DIR)/audit.log $(if $(filter kwok,$(PODS)),-played) -paths $(PATHS) || status=$$?; $(MAKE) --no-print-directory cluster-down; exit $$status
 
 # TASKS tasks x 3 executors through the adapter and a stand-in for the
 # Broker into bin/handler, then the same with two handler processes behind
@@ -226,6 +236,13 @@ ifeq ($(KNATIVE),)
 $(error NATS=1 needs KNATIVE=1)
 endif
 CLUSTER_UP_FLAGS += -nats
+endif
+
+# NODES: the number of kwok's fake nodes (beside a real node, tainted: only
+# the pods of a namespace the cluster's PlayPods names go to them).
+NODES ?=
+ifneq ($(NODES),)
+CLUSTER_UP_FLAGS += -nodes $(NODES)
 endif
 
 # KUBELET_FEATURE_GATES (with a real node): feature gates the kubelet also

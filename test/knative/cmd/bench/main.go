@@ -67,10 +67,17 @@ func main() {
 	scale := flag.Int("scale", 0, "then this many tasks of 3 executors at once through the TES API (0: none)")
 	share := flag.Int("share", 0, "the scale run's user's share (QUOTA_TASKS_PER_USER): the most of its tasks that run at once, so that their pods fit the node (0: no share)")
 	auditLog := flag.String("audit-log", "", "the API server's audit log of the handler's requests (cluster up -audit-users), for the scale run's requests per task")
+	played := flag.Bool("played", false, "the tasks' pods played by the cluster's fake nodes (cluster up -nodes N): the control path measured without the real node's pod starts")
+	paths := flag.String("paths", "imc", "the event paths the scale run goes through, one after the other, comma-separated: imc, imc-async, jetstream (cluster up -nats)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *dir, *cold, *tasks, *scale, *share, *auditLog); err != nil {
+	ps, err := parsePaths(*paths)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-knative:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, *dir, *cold, *tasks, *scale, *share, *auditLog, *played, ps); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-knative:", err)
 		os.Exit(1)
 	}
@@ -78,7 +85,7 @@ func main() {
 
 func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench-knative: "+format+"\n", a...) }
 
-func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLog string) error {
+func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLog string, played bool, paths []eventPath) error {
 	c, err := knative.AttachTo(dir)
 	if err != nil {
 		return err
@@ -88,6 +95,12 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		return err
 	}
 	defer env.Close()
+	if played {
+		if err := c.PlayPods(ctx, knative.Tasks); err != nil {
+			return err
+		}
+		logf("the pods of %s played by %d fake nodes", knative.Tasks, len(c.Nodes))
+	}
 	api, err := env.TES(ctx, "bench")
 	if err != nil {
 		return err
@@ -180,14 +193,22 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 	notComplete += n
 	logf("step gaps with direct delivery: %d", len(directGaps))
 
-	var sr *scaleResult
+	var srs []*scaleResult
 	if scale > 0 {
 		if _, err := os.Stat(auditLog); auditLog != "" && err != nil {
 			logf("no audit log (%v): the scale run counts no API requests", err)
 			auditLog = ""
 		}
-		if sr, err = scaleRun(ctx, env, api, jobs, scale, share, auditLog); err != nil {
-			return err
+		for _, p := range paths {
+			if err := usePath(ctx, env, p); err != nil {
+				return err
+			}
+			sr, err := scaleRun(ctx, env, api, jobs, scale, share, auditLog)
+			if err != nil {
+				return err
+			}
+			sr.path, sr.played = p, played
+			srs = append(srs, sr)
 		}
 	}
 
@@ -221,8 +242,11 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 	fmt.Printf("the sweep's PingSource tesk-sweep: schedule %q during the cold rounds, %q restored after (its v1 spec has no suspend)\n", rareSchedule, was)
 	printSplit(kept)
 	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*(tasks+1), failed)
-	if sr != nil {
+	for _, sr := range srs {
 		printScale(sr)
+	}
+	if len(srs) > 1 {
+		printPaths(srs)
 	}
 	fmt.Printf("\nworking set (kubelet), MiB:\n")
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
@@ -542,23 +566,10 @@ func memory(ctx context.Context, env *knative.Env) (map[string]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	dataPlane := []string{"broker-ingress", "broker-filter", "imc-dispatcher", "activator", "apiserversource", "kingress-standin", "pingsource-mt-adapter"}
 	out := map[string]uint64{}
 	for _, p := range summary.Pods {
-		var group string
-		switch ns := p.PodRef.Namespace; {
-		case ns == knative.Platform && strings.HasPrefix(p.PodRef.Name, "apiserversource-"):
-			group = "Knative data plane"
-		case ns == knative.Platform:
-			group = "tesk (" + strings.SplitN(p.PodRef.Name, "-0", 2)[0] + ")"
-		case ns == "knative-eventing" || ns == "knative-serving" || ns == "kingress-standin":
-			group = "Knative control plane"
-			for _, d := range dataPlane {
-				if strings.Contains(p.PodRef.Name, d) {
-					group = "Knative data plane"
-				}
-			}
-		default:
+		group := podGroup(p.PodRef.Namespace, p.PodRef.Name)
+		if group == "" {
 			continue
 		}
 		out[group] += p.Memory.WorkingSetBytes
@@ -567,4 +578,29 @@ func memory(ctx context.Context, env *knative.Env) (map[string]uint64, error) {
 		return nil, fmt.Errorf("the kubelet's summary names no pod of Knative or tesk")
 	}
 	return out, nil
+}
+
+// dataPlane names the pods of Knative's data plane, the ones every event
+// goes through, by a part of their names (and the NATS server's, whole
+// namespace, for the JetStream channel).
+var dataPlane = []string{"broker-ingress", "broker-filter", "imc-dispatcher", "jetstream-ch-dispatcher", "activator", "apiserversource", "kingress-standin", "pingsource-mt-adapter"}
+
+// podGroup is the group of the pod name in namespace ns: Knative's control
+// plane (controllers, webhooks, autoscaler), its data plane, or the
+// project's pods by their Service; empty for the rest.
+func podGroup(ns, name string) string {
+	switch {
+	case ns == knative.Platform && strings.HasPrefix(name, "apiserversource-"), ns == cluster.NatsNamespace:
+		return groupDataPlane
+	case ns == knative.Platform:
+		return "tesk (" + strings.SplitN(name, "-0", 2)[0] + ")"
+	case ns == "knative-eventing" || ns == "knative-serving" || ns == "kingress-standin":
+		for _, d := range dataPlane {
+			if strings.Contains(name, d) {
+				return groupDataPlane
+			}
+		}
+		return "Knative control plane"
+	}
+	return ""
 }

@@ -42,13 +42,15 @@ type podSample struct {
 
 // sampler follows the handler's pods while the scale run goes: their
 // number and readiness every period, and the CPU the kubelet reports for
-// each one's handler container (the last figure seen, and the first for the
-// pods that were up before the run).
+// each one's handler container and for each pod of Knative's data plane
+// (the last figure seen, and the first for the pods that were up at the
+// first sample).
 type sampler struct {
 	mu        sync.Mutex
 	samples   []podSample
-	cpuFirst  map[string]uint64
-	cpuLast   map[string]uint64
+	cpuFirst  map[cpuKey]uint64
+	cpuLast   map[cpuKey]uint64
+	sampled   bool            // the first sample's figures are in cpuFirst
 	names     map[string]bool // every handler pod seen
 	deadPods  map[string]bool // every pod of the dead letter sink seen
 	done      int
@@ -56,7 +58,7 @@ type sampler struct {
 }
 
 func newSampler() *sampler {
-	return &sampler{cpuFirst: map[string]uint64{}, cpuLast: map[string]uint64{}, names: map[string]bool{}, deadPods: map[string]bool{}}
+	return &sampler{cpuFirst: map[cpuKey]uint64{}, cpuLast: map[cpuKey]uint64{}, names: map[string]bool{}, deadPods: map[string]bool{}}
 }
 
 func (s *sampler) setDone(n int) {
@@ -106,55 +108,75 @@ func (s *sampler) sample(ctx context.Context, env *knative.Env) {
 		}
 		s.mu.Unlock()
 	}
-	cpu, err := handlerCPU(ctx, env)
+	cpu, err := podCPU(ctx, env)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		s.cpuErrors++
 	}
-	for name, ns := range cpu {
-		if _, ok := s.cpuFirst[name]; !ok {
-			s.cpuFirst[name] = ns
+	for k, ns := range cpu {
+		if _, ok := s.cpuFirst[k]; !ok {
+			// A pod up at the first sample counts from there; one
+			// started later, from its start.
+			s.cpuFirst[k] = 0
+			if !s.sampled {
+				s.cpuFirst[k] = ns
+			}
 		}
-		s.cpuLast[name] = ns
+		s.cpuLast[k] = ns
+	}
+	if err == nil {
+		s.sampled = true
 	}
 	ps.done = s.done
 	s.samples = append(s.samples, ps)
 }
 
-// handlerCPU reads the kubelet's summary: the CPU time, in nanoseconds,
-// each handler pod's handler container (not its queue-proxy) has used.
-func handlerCPU(ctx context.Context, env *knative.Env) (map[string]uint64, error) {
+// cpuKey names a pod whose CPU the sampler follows, and its group.
+type cpuKey struct{ group, pod string }
+
+// CPU groups the scale run reports per task.
+const (
+	groupHandler   = "handler"
+	groupDataPlane = "Knative data plane"
+)
+
+// podCPU reads the kubelet's summary: the CPU time, in nanoseconds, that
+// each handler pod's handler container (not its queue-proxy) and each pod
+// of Knative's data plane (all its containers) have used.
+func podCPU(ctx context.Context, env *knative.Env) (map[cpuKey]uint64, error) {
 	summary, err := kubeletSummary(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]uint64{}
+	out := map[cpuKey]uint64{}
 	for _, p := range summary.Pods {
-		if p.PodRef.Namespace != knative.Platform || !strings.HasPrefix(p.PodRef.Name, "tesk-handler-") {
+		handler := p.PodRef.Namespace == knative.Platform && strings.HasPrefix(p.PodRef.Name, "tesk-handler-")
+		group := podGroup(p.PodRef.Namespace, p.PodRef.Name)
+		if !handler && group != groupDataPlane {
 			continue
 		}
+		k := cpuKey{group, p.PodRef.Namespace + "/" + p.PodRef.Name}
+		if handler {
+			k.group = groupHandler
+		}
 		for _, c := range p.Containers {
-			if c.Name != "queue-proxy" { // the chart's container, handler
-				out[p.PodRef.Name] = c.CPU.UsageCoreNanoSeconds
+			if !handler || c.Name != "queue-proxy" { // the chart's container, handler
+				out[k] += c.CPU.UsageCoreNanoSeconds
 			}
 		}
 	}
 	return out, nil
 }
 
-// cpu is the CPU the handler's pods used while the sampler ran: for each
-// pod, its last figure less its first if it was up at the first sample,
-// else its last.
-func (s *sampler) cpu(preexisting map[string]bool) time.Duration {
+// cpu is the CPU the group's pods used while the sampler ran.
+func (s *sampler) cpu(group string) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var total uint64
-	for name, last := range s.cpuLast {
-		if preexisting[name] {
-			total += last - s.cpuFirst[name]
-		} else {
-			total += last
+	for k, last := range s.cpuLast {
+		if k.group == group && last >= s.cpuFirst[k] {
+			total += last - s.cpuFirst[k]
 		}
 	}
 	return time.Duration(total)
@@ -174,11 +196,12 @@ func setShare(ctx context.Context, env *knative.Env, share int) error {
 
 // scaleBacklog is the merge patch of the TES API's configuration that
 // lets the scale run's one user have its n tasks unfinished at once: the
-// bound of tasks raised to n, the bytes not bounded. The defaults (200
-// tasks and 8 MiB of estimates, a task of three executors about 68 KB)
-// would refuse all but about 124 of them.
+// bound of tasks raised to n, the bytes not bounded, its creates not
+// rated. The defaults (200 tasks and 8 MiB of estimates, a task of three
+// executors about 68 KB; 600 creates a minute a pod) would refuse all but
+// about 124 of them, and the rest of the creates after the first 600.
 func scaleBacklog(n int) string {
-	return fmt.Sprintf(`{"data":{"TES_MAX_UNFINISHED_TASKS_PER_USER":"%d","TES_MAX_UNFINISHED_BYTES_PER_USER":"0"}}`, n)
+	return fmt.Sprintf(`{"data":{"TES_MAX_UNFINISHED_TASKS_PER_USER":"%d","TES_MAX_UNFINISHED_BYTES_PER_USER":"0","TES_CREATE_RATE_PER_USER":"0"}}`, n)
 }
 
 // setBacklog applies scaleBacklog(n) to the TES API's ConfigMap and waits
@@ -188,19 +211,23 @@ func setBacklog(ctx context.Context, env *knative.Env, n int) error {
 	if _, err := env.C.Client.CoreV1().ConfigMaps(knative.Platform).Patch(ctx, "tesk-tes-config", types.MergePatchType, []byte(scaleBacklog(n)), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("unfinished bounds: %w", err)
 	}
-	logf("scale: TES_MAX_UNFINISHED_TASKS_PER_USER=%d, TES_MAX_UNFINISHED_BYTES_PER_USER=0; waiting for the TES API at zero pods", n)
+	logf("scale: TES_MAX_UNFINISHED_TASKS_PER_USER=%d, TES_MAX_UNFINISHED_BYTES_PER_USER=0, TES_CREATE_RATE_PER_USER=0; waiting for the TES API at zero pods", n)
 	return env.WaitZero(ctx, "tesk-tes", 5*time.Minute)
 }
 
 // scaleResult is what the scale run measured.
 type scaleResult struct {
+	path                                    eventPath
+	played                                  bool          // the tasks' pods on fake nodes
+	toZero                                  time.Duration // the last task final to the handler at zero pods
+	toZeroErr                               error
 	tasks, share, submitFailed, notComplete int
 	start, end                              time.Time
 	gaps                                    []time.Duration
 	gapsWanted                              int // the COMPLETE tasks' gaps, seen or not
 	maxLive                                 int
 	handlerPods                             int
-	handlerCPU                              time.Duration
+	handlerCPU, dataPlaneCPU                time.Duration
 	cpuErrors                               int
 	deadLetterPods                          int
 	failed                                  int
@@ -232,14 +259,7 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 		}
 	}
 	s := newSampler()
-	before, err := handlerPods(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	pre := map[string]bool{}
-	for _, p := range before {
-		pre[p.Name] = true
-	}
+	s.sample(ctx, env) // the first CPU figures, before the first create
 	sctx, stopSampler := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -313,7 +333,8 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 	s.sample(ctx, env)
 	stopSampler()
 	wg.Wait()
-	r.handlerCPU = s.cpu(pre)
+	r.handlerCPU = s.cpu(groupHandler)
+	r.dataPlaneCPU = s.cpu(groupDataPlane)
 	r.cpuErrors = s.cpuErrors
 	r.timeline = s.samples
 	r.handlerPods = len(s.names)
@@ -327,6 +348,10 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 	if auditLog != "" {
 		r.audit, r.auditErr = countAuditFrom(auditLog, auditFrom)
 	}
+	// Knative's autoscaler, left to itself (no minScale raised for the
+	// run), takes the handler back to zero.
+	r.toZeroErr = env.WaitZero(ctx, "tesk-handler", 15*time.Minute)
+	r.toZero = time.Since(r.end)
 	return r, nil
 }
 
@@ -413,8 +438,13 @@ const handlerUser = "system:serviceaccount:" + knative.Platform + ":tesk-handler
 func printScale(r *scaleResult) {
 	done := r.tasks - r.submitFailed
 	secs := r.end.Sub(r.start).Seconds()
+	pods := "on the real node"
+	if r.played {
+		pods = "played by kwok's fake nodes"
+	}
 	fmt.Printf("\nscale: %d tasks x %d executors (`true`) created through the TES API at once (16 clients), run %s–%s UTC\n",
 		r.tasks, scaleExecutors, r.start.UTC().Format("15:04:05"), r.end.UTC().Format("15:04:05"))
+	fmt.Printf("  event path %s: %s; the tasks' pods %s\n", r.path.name, r.path.what, pods)
 	if r.share > 0 {
 		fmt.Printf("  the user's share (QUOTA_TASKS_PER_USER): %d tasks at once, the rest QUEUED until one ends\n", r.share)
 	}
@@ -426,9 +456,15 @@ func printScale(r *scaleResult) {
 		fmt.Printf("  step gap (a Job's terminal condition seen -> the next Job seen), %d of %d gaps seen: p50 %s, p90 %s, p99 %s, max %s\n",
 			len(g), r.gapsWanted, ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(g[len(g)-1]))
 	}
-	fmt.Printf("  handler pods: %d seen in all, at most %d running at once\n", r.handlerPods, r.maxLive)
-	fmt.Printf("  handler CPU (kubelet, the handler container): %.2f s, %.2f ms per task (%d samples failed)\n",
-		r.handlerCPU.Seconds(), float64(r.handlerCPU.Milliseconds())/float64(max(done, 1)), r.cpuErrors)
+	fmt.Printf("  handler pods: %d seen in all, at most %d running at once; ", r.handlerPods, r.maxLive)
+	if r.toZeroErr != nil {
+		fmt.Printf("not at zero: %v\n", r.toZeroErr)
+	} else {
+		fmt.Printf("at zero %.0f s after the last task\n", r.toZero.Seconds())
+	}
+	fmt.Printf("  CPU (kubelet): the handler container %.2f s, %.2f ms per task; Knative's data plane %.2f s, %.2f ms per task (%d samples failed)\n",
+		r.handlerCPU.Seconds(), float64(r.handlerCPU.Milliseconds())/float64(max(done, 1)),
+		r.dataPlaneCPU.Seconds(), float64(r.dataPlaneCPU.Milliseconds())/float64(max(done, 1)), r.cpuErrors)
 	fmt.Printf("  deliveries the Broker's filter logged as failed: %d; pods of the dead letter sink seen: %d\n", r.failed, r.deadLetterPods)
 	switch {
 	case r.auditErr != nil:
@@ -475,4 +511,31 @@ func printScale(r *scaleResult) {
 		}
 		fmt.Println()
 	}
+}
+
+// printPaths writes the scale runs of several event paths side by side.
+func printPaths(rs []*scaleResult) {
+	fmt.Printf("\nevent paths side by side (%d tasks each):\n", rs[0].tasks)
+	fmt.Printf("  %-10s %8s %9s %9s %9s %6s %10s %10s %7s %7s %6s\n", "path", "tasks/s", "gap p50", "gap p99", "gap max", "pods", "handler", "data pl.", "req", "failed", "twice")
+	for _, r := range rs {
+		done := max(r.tasks-r.submitFailed, 1)
+		p50, p99, top := "-", "-", "-"
+		if len(r.gaps) > 0 {
+			g := slices.Clone(r.gaps)
+			slices.Sort(g)
+			p50, p99, top = ms(benchkit.Percentile(g, 0.50)), ms(benchkit.Percentile(g, 0.99)), ms(g[len(g)-1])
+		}
+		twice := 0
+		for _, c := range r.audit.JobCreates {
+			if c > 1 {
+				twice++
+			}
+		}
+		fmt.Printf("  %-10s %8.2f %9s %9s %9s %6d %7.2f ms %7.2f ms %7.2f %7d %6d\n", r.path.name,
+			float64(r.tasks-r.submitFailed)/r.end.Sub(r.start).Seconds(), p50, p99, top, r.maxLive,
+			float64(r.handlerCPU.Microseconds())/1000/float64(done), float64(r.dataPlaneCPU.Microseconds())/1000/float64(done),
+			float64(r.audit.Total)/float64(done), r.failed, twice)
+	}
+	fmt.Println("  (tasks/s: final per second of the run; gap: a Job's end seen to the next Job seen; pods: handler pods running at once at most;")
+	fmt.Println("   handler, data pl.: CPU per task; req: the handler's API requests per task; failed: deliveries the filter logged failed; twice: jobs created twice)")
 }

@@ -43,7 +43,7 @@ func TestScaleBacklog(t *testing.T) {
 	if fit := tes.DefaultBacklog().Bytes / each; fit >= 250 || fit < 100 {
 		t.Errorf("the default byte bound holds %d tasks of %d bytes: the scale run's 250 would need no bounds of their own", fit, each)
 	}
-	for _, n := range []int{250, 1000} {
+	for _, n := range []int{250, 1000, 10000} {
 		var patch struct{ Data map[string]string }
 		if err := json.Unmarshal([]byte(scaleBacklog(n)), &patch); err != nil {
 			t.Fatal(err)
@@ -55,6 +55,11 @@ func TestScaleBacklog(t *testing.T) {
 		}
 		if errB != nil || (bytes != 0 && bytes < int64(n)*each) {
 			t.Errorf("%d tasks: TES_MAX_UNFINISHED_BYTES_PER_USER %q, want at least %d or 0", n, patch.Data["TES_MAX_UNFINISHED_BYTES_PER_USER"], int64(n)*each)
+		}
+		// Created at once by 16 clients: a rate below n a minute would
+		// answer the rest 429 until the bench's retries give up.
+		if rate, err := strconv.Atoi(patch.Data["TES_CREATE_RATE_PER_USER"]); err != nil || (rate != 0 && rate < n) {
+			t.Errorf("%d tasks: TES_CREATE_RATE_PER_USER %q, want 0 (no limit) or at least %d", n, patch.Data["TES_CREATE_RATE_PER_USER"], n)
 		}
 	}
 	t.Logf("a scale task is estimated at %d bytes; 8 MiB holds %d", each, tes.DefaultBacklog().Bytes/each)
