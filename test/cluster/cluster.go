@@ -952,7 +952,11 @@ func fakeNode(name string, capacity corev1.ResourceList, kubeletPort int, beside
 // the control path this way: Knative, the handler and the TES API on the
 // real node, the tasks' pods on kwok's.
 func (c *Cluster) PlayPods(ctx context.Context, namespace string) error {
-	if len(c.Nodes) == 0 {
+	fake, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+	if err != nil {
+		return fmt.Errorf("play pods: %w", err)
+	}
+	if len(fake.Items) == 0 {
 		return errors.New("play pods: the cluster has no fake nodes (cluster up -nodes N)")
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": playedPodsAnnotations()}})
