@@ -20,18 +20,18 @@ import (
 	"knative.dev/pkg/signals"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
-	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 )
 
 // shutdownGrace bounds how long in-flight requests may take to finish after
 // SIGTERM: as long as a step may take. Knative gives a revision's pods a
 // termination grace period of its timeoutSeconds (120 in config/knative).
-const shutdownGrace = server.StepTimeout + 5*time.Second
+const shutdownGrace = eventserver.StepTimeout + 5*time.Second
 
 // flushTimeout bounds the flush of metrics and traces at the end.
 const flushTimeout = 10 * time.Second
@@ -207,13 +207,13 @@ func handlerConfig(o options, getenv func(string) string, log *zap.SugaredLogger
 // newServer is the handler's server, taking events only with a token for
 // EVENTS_AUDIENCE when it is set, and telling the tasks' state changes to
 // the state sink when there is one.
-func newServer(o options, rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*server.Server, error) {
-	srv, err := server.New(rc, cfg, log)
+func newServer(o options, rc *rest.Config, cfg steps.Config, log *zap.SugaredLogger) (*eventserver.Server, error) {
+	srv, err := eventserver.New(rc, cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.EventsAudience != "" {
-		if srv.Auth, err = server.NewEventAuth(rc, cfg.EventsAudience, cmdutil.PodNamespace(cfg.Namespace)); err != nil {
+		if srv.Auth, err = eventserver.NewEventAuth(rc, cfg.EventsAudience, cmdutil.PodNamespace(cfg.Namespace)); err != nil {
 			return nil, err
 		}
 		log.Infow("Events are taken only with a token for their audience", "audience", cfg.EventsAudience, "senders", "ServiceAccounts of "+srv.Auth.Namespace)
@@ -229,7 +229,7 @@ func newServer(o options, rc *rest.Config, cfg steps.Config, log *zap.SugaredLog
 // serveUntilSignal serves until the server fails (errc) or SIGTERM or
 // SIGINT (ctx): then it takes no new request, finishes those in flight
 // (shutdownGrace at most) and closes the server.
-func serveUntilSignal(ctx context.Context, errc <-chan error, srv *server.Server, e *echo.Echo, log *zap.SugaredLogger) error {
+func serveUntilSignal(ctx context.Context, errc <-chan error, srv *eventserver.Server, e *echo.Echo, log *zap.SugaredLogger) error {
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {

@@ -20,7 +20,7 @@ import (
 	k8smetrics "k8s.io/client-go/tools/metrics"
 	"sigs.k8s.io/yaml"
 
-	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
@@ -33,7 +33,7 @@ func exposed(t *testing.T) (metrics, labels map[string]bool) {
 	p, addr := prometheusProvider(t)
 	ctx := context.Background()
 
-	s, err := server.NewTelemetry(p.Meter, p.Tracer)
+	s, err := eventserver.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func expressions(t *testing.T) map[string]string {
 
 // Every metric and label of the project's that the dashboard and the alert
 // rules name is one the exporter serves, under the name it serves it by:
-// they cannot drift from the instruments (server's, tes's and the client-go
+// they cannot drift from the instruments (eventserver's, tes's and the client-go
 // metrics of internal/telemetry).
 func TestDashboardAndAlertsNameExposedMetrics(t *testing.T) {
 	metrics, labels := exposed(t)

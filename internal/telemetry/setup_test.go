@@ -12,8 +12,8 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
-	"github.com/elixir-cloud-aai/tesk-knative/server"
 )
 
 // Unconfigured, the providers are Knative's no-ops: nothing is recorded, no
@@ -32,7 +32,7 @@ func TestSetupUnconfigured(t *testing.T) {
 	if span.IsRecording() || span.SpanContext().IsValid() {
 		t.Fatal("a recording span without configuration")
 	}
-	s, err := server.NewTelemetry(p.Meter, p.Tracer)
+	s, err := eventserver.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestSetupUnconfigured(t *testing.T) {
 // configured address.
 func TestPrometheus(t *testing.T) {
 	p, addr := prometheusProvider(t)
-	s, err := server.NewTelemetry(p.Meter, p.Tracer)
+	s, err := eventserver.NewTelemetry(p.Meter, p.Tracer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
-	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -256,7 +256,7 @@ func benchAll(ctx context.Context) error {
 
 // instrumented is a handler whose API requests are counted per event.
 type instrumented struct {
-	srv      *server.Server
+	srv      *eventserver.Server
 	echo     *echo.Echo
 	mu       sync.Mutex
 	byKind   map[string][]sample
@@ -295,7 +295,7 @@ func newInstrumented(ctx context.Context, c *cluster.Cluster, ns string, cfg ste
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, total: &in.requests} })
 	cfg.Namespace = ns
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
-	srv, err := server.New(rc, cfg, zap.NewNop().Sugar())
+	srv, err := eventserver.New(rc, cfg, zap.NewNop().Sugar())
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
-	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/taskspec"
@@ -48,7 +48,7 @@ func runTESTasks(ctx context.Context, c *cluster.Cluster, ns string, ids []strin
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = ns
 	cfg.ExecutorPodAnnotations = []string{cluster.FateAnnotationPrefix}
-	srv, err := server.New(rc, cfg, zap.NewNop().Sugar())
+	srv, err := eventserver.New(rc, cfg, zap.NewNop().Sugar())
 	if err != nil {
 		return err
 	}

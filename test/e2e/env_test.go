@@ -30,8 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/runner"
-	"github.com/elixir-cloud-aai/tesk-knative/server"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/test/benchkit"
@@ -112,7 +112,7 @@ type env struct {
 	// handler's Role as envOptions.role made it.
 	config  []*unstructured.Unstructured
 	url     string // the handler
-	srv     *server.Server
+	srv     *eventserver.Server
 	adapter *cluster.Adapter
 	posted  atomic.Int64
 	// delivered is what the adapter delivered (see settle); nil without
@@ -176,7 +176,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		o.config(&cfg)
 	}
 	log := zaptest.NewLogger(t, zaptest.Level(e2eLogLevel())).Sugar()
-	srv, err := server.New(rc, cfg, log)
+	srv, err := eventserver.New(rc, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

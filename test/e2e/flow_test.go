@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -276,7 +276,7 @@ func TestEventsOnTheAnchor(t *testing.T) {
 			if ev.Reason == taskmeta.ReasonEnded && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "EXECUTOR_ERROR: Job '"+task+"-ex-01' failed")) {
 				t.Errorf("the Ended event: %s %q", ev.Type, ev.Note)
 			}
-			if ev.ReportingController != server.ReportingController {
+			if ev.ReportingController != eventserver.ReportingController {
 				t.Errorf("event %s reported by %q", ev.Reason, ev.ReportingController)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
@@ -98,7 +98,7 @@ func (e *env) secondHandler(config func(*steps.Config)) string {
 	rc.QPS, rc.Burst = 500, 1000
 	cfg := envConfig(e.ns)
 	config(&cfg)
-	srv, err := server.New(rc, cfg, zaptest.NewLogger(e.t, zaptest.Level(e2eLogLevel())).Sugar().Named("second"))
+	srv, err := eventserver.New(rc, cfg, zaptest.NewLogger(e.t, zaptest.Level(e2eLogLevel())).Sugar().Named("second"))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
-	"github.com/elixir-cloud-aai/tesk-knative/server"
+	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/taskmeta"
 	"github.com/elixir-cloud-aai/tesk-knative/tesv1"
 )
@@ -149,7 +149,7 @@ func TestStateEventsTellWhatGETShows(t *testing.T) {
 	rec := &stateRecorder{events: map[string][]events.StateChangedData{}}
 	hs := httptest.NewServer(rec)
 	defer hs.Close()
-	sink, err := server.NewStateSink(hs.URL)
+	sink, err := eventserver.NewStateSink(hs.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

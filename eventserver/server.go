@@ -1,7 +1,7 @@
-// Package server is the handler's HTTP surface: CloudEvents on POST /, the
+// Package eventserver is the handler's HTTP surface: CloudEvents on POST /, the
 // state changes posted to tasks' addresses on POST /notify, the TES view on
 // GET /tasks/{namespace}/{task}, and the health probes.
-package server
+package eventserver
 
 import (
 	"context"
