@@ -309,12 +309,15 @@ func stringsOf(docs [][]byte) []string {
 // variablesRead lists the environment variables the handler reads: the
 // string literal passed first to getenv and to the helpers that wrap it in
 // cmd/handler/main.go (def, and cmdutil.Env's methods called on env) and
-// steps/env.go (r.get, and the constructors of its table envSettings), and
+// steps/env.go (the constructors of its table envSettings, its own and
+// those of internal/settings), and
 // backendparams.EnvVar where backendparams.FromEnv is called.
 func variablesRead(t *testing.T) map[string]bool {
 	t.Helper()
 	readers := map[string]bool{"getenv": true, "def": true, "env.String": true, "env.Bool": true, "get": true, "r.get": true,
-		"setting": true, "settingEvenEmpty": true, "text": true, "untrimmed": true, "wholeNumber": true, "k8sObject": true}
+		"setting": true, "settingEvenEmpty": true, "text": true, "untrimmed": true, "wholeNumber": true, "k8sObject": true,
+		"settings.Text": true, "settings.RawText": true, "settings.Bool": true, "settings.Port": true, "settings.Int": true,
+		"settings.IntFunc": true, "settings.Float": true}
 	found := map[string]bool{}
 	for _, f := range []string{"cmd/handler/main.go", "steps/env.go"} {
 		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", f), nil, 0)
