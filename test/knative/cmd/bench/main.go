@@ -46,7 +46,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -99,7 +98,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		if err := c.PlayPods(ctx, knative.Tasks); err != nil {
 			return err
 		}
-		logf("the pods of %s played by %d fake nodes", knative.Tasks, len(c.Nodes))
+		logf("the pods of %s played by the cluster's fake nodes", knative.Tasks)
 	}
 	api, err := env.TES(ctx, "bench")
 	if err != nil {
@@ -121,7 +120,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		return err
 	}
 	defer pods.stop()
-	was, unhold, err := holdSweep(ctx, env)
+	was, unhold, err := env.HoldSweep(ctx)
 	if err != nil {
 		return err
 	}
@@ -212,7 +211,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		}
 	}
 
-	failed, err := failedDeliveries(ctx, env, start)
+	failed, err := env.FailedDeliveries(ctx, start)
 	if err != nil {
 		return err
 	}
@@ -239,7 +238,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		fmt.Printf("%-52s %8.2fx\n", "step gap median, Broker / direct", float64(b)/float64(d))
 	}
 	fmt.Printf("\ncold rounds: %d; kept: %d; dropped: %d, a handler pod existed at the create\n", cold, len(kept), dropped)
-	fmt.Printf("the sweep's PingSource tesk-sweep: schedule %q during the cold rounds, %q restored after (its v1 spec has no suspend)\n", rareSchedule, was)
+	fmt.Printf("the sweep's PingSource tesk-sweep: schedule %q during the cold rounds, %q restored after (its v1 spec has no suspend)\n", knative.RareSchedule, was)
 	printSplit(kept)
 	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*(tasks+1), failed)
 	for _, sr := range srs {
@@ -502,28 +501,6 @@ func errorsJoin(err, more error) error {
 		return err
 	}
 	return fmt.Errorf("%w (and %v)", err, more)
-}
-
-// failedDeliveries counts the lines of the Broker's filter since start
-// that report an event it could not deliver.
-func failedDeliveries(ctx context.Context, env *knative.Env, start time.Time) (int, error) {
-	pods, err := env.C.Client.CoreV1().Pods("knative-eventing").List(ctx, metav1.ListOptions{LabelSelector: "eventing.knative.dev/brokerRole=filter"})
-	if err != nil {
-		return 0, err
-	}
-	if len(pods.Items) == 0 {
-		return 0, fmt.Errorf("no pod of the Broker's filter (label eventing.knative.dev/brokerRole=filter)")
-	}
-	since := metav1.NewTime(start)
-	n := 0
-	for _, p := range pods.Items {
-		out, err := env.C.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{SinceTime: &since}).DoRaw(ctx)
-		if err != nil {
-			return 0, err
-		}
-		n += strings.Count(string(out), `"msg":"failed to send event"`)
-	}
-	return n, nil
 }
 
 // statsSummary is what the benches read of the kubelet's summary
