@@ -92,7 +92,8 @@ func (s *Server) create(c echo.Context) error {
 
 // readTask reads the request's task and checks it: valid, within the
 // service's limits and the caller's share, with file URLs and an address
-// for its state changes the service takes, and its backend parameters,
+// for its state changes the service takes, within the ResourceQuotas of the
+// tasks' namespace, and its backend parameters,
 // those it ignores returned (and logged).
 func (s *Server) readTask(c echo.Context, caller Caller) (*tesv1.Task, []string, error) {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxRequestBytes+1))
@@ -114,6 +115,9 @@ func (s *Server) readTask(c echo.Context, caller Caller) (*tesv1.Task, []string,
 	}
 	if err == nil {
 		err = s.checkNotifyURL(t)
+	}
+	if err == nil {
+		err = s.checkResourceQuota(c.Request().Context(), t)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -78,6 +78,9 @@ type Server struct {
 	// backlogs is each user's turn to create in this process, and the
 	// creates a list may not show yet (Config.Backlog).
 	backlogs backlogs
+	// quotas are the tasks' namespace's ResourceQuotas as last read
+	// (checkResourceQuota).
+	quotas quotasRead
 }
 
 // store is the cluster as the API reads and writes it.

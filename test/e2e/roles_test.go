@@ -37,7 +37,9 @@ import (
 // included; each step says which permissions it is there for:
 //
 //   - a TES task with an input, two executors and an output, to COMPLETE:
-//     the TES API creates and gets its anchor (configmaps create, get);
+//     the TES API checks it against the namespace's ResourceQuotas
+//     (resourcequotas list: it asks for a core) and creates and gets its
+//     anchor (configmaps create, get);
 //     the handler reads and records it (configmaps get, patch), creates the
 //     PVC, the filers' and the executors' jobs (persistentvolumeclaims
 //     create, jobs create), reads the jobs it waits for and lists a task's
