@@ -58,6 +58,23 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// tesCreates is how many tasks the TES API's benchmark creates one after
+// another, before any runs.
+const tesCreates = 300
+
+// benchBacklog is the bound of each user's unfinished tasks the TES API of
+// the benchmark runs with: on, as deployed (tes.DefaultBacklog), so that a
+// create costs the requests it costs there (the LIST of the user's
+// unfinished tasks, then the create), and raised to admit the benchmark's
+// creates, each counted at 64 KiB at most (its small task is estimated at
+// about 45 KB).
+func benchBacklog(creates int) tes.Backlog {
+	b := tes.DefaultBacklog()
+	b.Tasks = max(b.Tasks, creates+1)
+	b.Bytes = max(b.Bytes, int64(creates)*(64<<10))
+	return b
+}
+
 var flagTESTasks = flag.String("tes-namespace-tasks", "10000,100000", "tasks in the namespace of the TES API's list benchmark, comma-separated, rising")
 
 // benchTES measures the TES API: create, get and list latency, and a page of
@@ -90,7 +107,7 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 	cfg := steps.DefaultConfig()
 	cfg.Namespace = ns
 	srv := &tes.Server{Client: client, Metadata: md, Log: zap.NewNop().Sugar(),
-		Config: tes.Config{Namespace: ns, Steps: cfg, Info: tesv1.ServiceInfo{ID: "bench", Name: "bench", Version: "1"}}}
+		Config: tes.Config{Namespace: ns, Steps: cfg, Backlog: benchBacklog(tesCreates), Info: tesv1.ServiceInfo{ID: "bench", Name: "bench", Version: "1"}}}
 	hs := httptest.NewServer(srv.Echo())
 	defer hs.Close()
 	api := hs.URL + tes.BasePath
@@ -135,7 +152,7 @@ func benchTES(ctx context.Context, c *cluster.Cluster) error {
 		"executors": []any{map[string]any{"image": "alpine", "command": []string{"cat", "/data/in.txt"}, "stdout": "/data/out.txt"}},
 	})
 
-	const n = 300
+	const n = tesCreates
 	fmt.Printf("== TES API: %d tasks created one after another, run to COMPLETE, each read\n", n)
 	var create, getMin, getFull figure
 	ids := make([]string, 0, n)
