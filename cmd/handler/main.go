@@ -22,6 +22,7 @@ import (
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/eventserver"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/settings"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/jobspec"
@@ -57,54 +58,52 @@ type options struct {
 	sinkTokenRequired bool
 }
 
+// envOptions reads the options' environment variables, the flags'
+// defaults.
+func envOptions(getenv func(string) string) (options, error) {
+	o := options{port: 8080}
+	err := settings.Check(getenv, []settings.Setting{
+		settings.Bool("PULL_POLICY_ALWAYS", &o.pullPolicyAlways, "a boolean"),
+		settings.Bool("DEBUG", &o.debug, "a boolean"),
+		settings.Port("PORT", &o.port),
+		settings.Bool("STATE_EVENTS_REQUIRED", &o.stateEventsRequired, "a boolean"),
+		settings.Bool("SINK_TOKEN_REQUIRED", &o.sinkTokenRequired, "a boolean"),
+		settings.Text("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace), &o.namespace),
+		settings.Text("POD_TIMEOUT", "240", &o.podTimeout),
+		settings.Text("FILER_NAME", jobspec.DefaultFilerName, &o.filerName),
+		settings.Text("FILER_VERSION", jobspec.DefaultFilerVersion, &o.filerVersion),
+		settings.RawText("KUBECONFIG", &o.kubeconfig),
+		// A SinkBinding on the handler (the chart's stateEvents) sets K_SINK.
+		settings.Text("STATE_EVENTS_SINK", getenv("K_SINK"), &o.stateSink),
+		settings.Text("SINK_TOKEN_FILE", events.DefaultSinkTokenFile, &o.sinkToken),
+	})
+	return o, err
+}
+
 func parseOptions(args []string, getenv func(string) string) (options, error) {
-	env := cmdutil.Env(getenv)
-	def := env.String
-	var o options
-	pull, err := env.Bool("PULL_POLICY_ALWAYS")
-	if err != nil {
-		return o, err
-	}
-	debug, err := env.Bool("DEBUG")
-	if err != nil {
-		return o, err
-	}
-	port, err := env.Port(8080)
-	if err != nil {
-		return o, err
-	}
-	required, err := env.Bool("STATE_EVENTS_REQUIRED")
-	if err != nil {
-		return o, err
-	}
-	tokenRequired, err := env.Bool("SINK_TOKEN_REQUIRED")
+	o, err := envOptions(getenv)
 	if err != nil {
 		return o, err
 	}
 	fs := flag.NewFlagSet("handler", flag.ContinueOnError)
-	ns := def("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace))
+	ns, podTimeout, filerName, filerVersion, debug := o.namespace, o.podTimeout, o.filerName, o.filerVersion, o.debug
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
 	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
-	podTimeout := def("POD_TIMEOUT", "240")
 	fs.StringVar(&o.podTimeout, "pod-timeout", podTimeout, "seconds after which a pending pod that can't start fails its job (env POD_TIMEOUT)")
 	fs.StringVar(&o.podTimeout, "pt", podTimeout, "shorthand for --pod-timeout")
-	filerName := def("FILER_NAME", jobspec.DefaultFilerName)
 	fs.StringVar(&o.filerName, "filer-name", filerName, "image of the filer, without its tag (env FILER_NAME)")
 	fs.StringVar(&o.filerName, "fn", filerName, "shorthand for --filer-name")
-	filerVersion := def("FILER_VERSION", jobspec.DefaultFilerVersion)
 	fs.StringVar(&o.filerVersion, "filer-version", filerVersion, "tag of the filer image (env FILER_VERSION)")
 	fs.StringVar(&o.filerVersion, "fv", filerVersion, "shorthand for --filer-version")
-	fs.BoolVar(&o.pullPolicyAlways, "pull-policy-always", pull, "pull the filer image on every start (env PULL_POLICY_ALWAYS)")
+	fs.BoolVar(&o.pullPolicyAlways, "pull-policy-always", o.pullPolicyAlways, "pull the filer image on every start (env PULL_POLICY_ALWAYS)")
 	fs.BoolVar(&o.debug, "debug", debug, "debug logging, also of the filer, and each job created as a manifest, credentials hidden (env DEBUG)")
 	fs.BoolVar(&o.debug, "d", debug, "shorthand for --debug")
-	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig to use outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
-	// A SinkBinding on the handler (the chart's stateEvents) sets K_SINK.
-	stateSink := def("STATE_EVENTS_SINK", getenv("K_SINK"))
-	fs.StringVar(&o.stateSink, "state-events-sink", stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
-	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", events.DefaultSinkTokenFile), "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
-	fs.BoolVar(&o.stateEventsRequired, "state-events-required", required, "refuse to start without a sink for the state changes (env STATE_EVENTS_REQUIRED)")
-	fs.BoolVar(&o.sinkTokenRequired, "sink-token-required", tokenRequired, "refuse to start with a sink for the state changes and no token in the sink token file (env SINK_TOKEN_REQUIRED; where Eventing's authentication-oidc is on)")
+	fs.IntVar(&o.port, "port", o.port, "HTTP port (env PORT)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "kubeconfig to use outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	fs.StringVar(&o.stateSink, "state-events-sink", o.stateSink, "where each task's state changes are published as CloudEvents (env STATE_EVENTS_SINK, else K_SINK); empty: nowhere")
+	fs.StringVar(&o.sinkToken, "sink-token-file", o.sinkToken, "the OIDC token sent with each state change event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
+	fs.BoolVar(&o.stateEventsRequired, "state-events-required", o.stateEventsRequired, "refuse to start without a sink for the state changes (env STATE_EVENTS_REQUIRED)")
+	fs.BoolVar(&o.sinkTokenRequired, "sink-token-required", o.sinkTokenRequired, "refuse to start with a sink for the state changes and no token in the sink token file (env SINK_TOKEN_REQUIRED; where Eventing's authentication-oidc is on)")
 	fs.BoolVar(&o.version, "version", false, "print the handler's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err

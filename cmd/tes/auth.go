@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
-	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/settings"
 	"github.com/elixir-cloud-aai/tesk-knative/tes"
 )
 
@@ -89,27 +89,9 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 		log.Warnw("Serving without access control (TES_AUTH=none): every caller sees and cancels every task")
 		return nil, nil, nil
 	}
-	c := tes.OIDCConfig{
-		Issuer:       strings.TrimSpace(getenv("OIDC_ISSUER")),
-		Audience:     strings.TrimSpace(getenv("OIDC_AUDIENCE")),
-		GroupsClaim:  strings.TrimSpace(getenv("OIDC_GROUPS_CLAIM")),
-		AdminGroup:   strings.TrimSpace(getenv("OIDC_ADMIN_GROUP")),
-		OpaqueTokens: strings.ToLower(strings.TrimSpace(getenv("OIDC_OPAQUE_TOKENS"))),
-		// Who may create tasks: with neither set, everyone the issuer
-		// knows.
-		AllowedGroups:   strings.Split(getenv("OIDC_ALLOWED_GROUPS"), ","),
-		AllowedSubjects: strings.Split(getenv("OIDC_ALLOWED_SUBJECTS"), ","),
-	}
-	if strings.TrimSpace(getenv("OIDC_ALLOWED_GROUPS")) != "" && c.GroupsClaim == "" {
-		return nil, nil, errors.New("OIDC_ALLOWED_GROUPS needs OIDC_GROUPS_CLAIM, the token claim that names a caller's groups")
-	}
-	env := cmdutil.Env(getenv)
-	shared, err := env.Bool("TES_AUTH_SHARED_OWNERS")
+	c, shared, err := oidcSettings(getenv)
 	if err != nil {
 		return nil, nil, err
-	}
-	if c.OpaqueTokens != "" && c.OpaqueTokens != tes.OpaqueUserInfo && c.OpaqueTokens != tes.OpaqueOff {
-		return nil, nil, fmt.Errorf("OIDC_OPAQUE_TOKENS=%q: use %s or %s", c.OpaqueTokens, tes.OpaqueUserInfo, tes.OpaqueOff)
 	}
 	usersFile := strings.TrimSpace(getenv("TES_BASIC_AUTH_FILE"))
 	var reasons []string
@@ -155,4 +137,34 @@ func authenticator(ctx context.Context, getenv func(string) string, noAuth bool,
 		s.Bearer, ready = o, o.Ready
 	}
 	return s, ready, nil
+}
+
+// oidcSettings reads the OIDC settings and TES_AUTH_SHARED_OWNERS.
+func oidcSettings(getenv func(string) string) (tes.OIDCConfig, bool, error) {
+	var c tes.OIDCConfig
+	var shared bool
+	var groups, subjects string
+	err := settings.Check(getenv, []settings.Setting{
+		settings.Text("OIDC_ISSUER", "", &c.Issuer),
+		settings.Text("OIDC_AUDIENCE", "", &c.Audience),
+		settings.Text("OIDC_GROUPS_CLAIM", "", &c.GroupsClaim),
+		settings.Text("OIDC_ADMIN_GROUP", "", &c.AdminGroup),
+		// Who may create tasks: with neither set, everyone the issuer
+		// knows.
+		settings.RawText("OIDC_ALLOWED_GROUPS", &groups),
+		settings.RawText("OIDC_ALLOWED_SUBJECTS", &subjects),
+		settings.Bool("TES_AUTH_SHARED_OWNERS", &shared, "a boolean"),
+		{Name: "OIDC_OPAQUE_TOKENS", Set: func(v string) error {
+			if v = strings.ToLower(v); v != tes.OpaqueUserInfo && v != tes.OpaqueOff {
+				return fmt.Errorf("%q: use %s or %s", v, tes.OpaqueUserInfo, tes.OpaqueOff)
+			}
+			c.OpaqueTokens = v
+			return nil
+		}},
+	})
+	c.AllowedGroups, c.AllowedSubjects = strings.Split(groups, ","), strings.Split(subjects, ",")
+	if strings.TrimSpace(groups) != "" && c.GroupsClaim == "" {
+		return c, shared, errors.New("OIDC_ALLOWED_GROUPS needs OIDC_GROUPS_CLAIM, the token claim that names a caller's groups")
+	}
+	return c, shared, err
 }

@@ -10,10 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 
 	"github.com/elixir-cloud-aai/tesk-knative/events"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/cmdutil"
+	"github.com/elixir-cloud-aai/tesk-knative/internal/settings"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/telemetry"
 	"github.com/elixir-cloud-aai/tesk-knative/internal/version"
 	"github.com/elixir-cloud-aai/tesk-knative/steps"
@@ -56,39 +58,41 @@ type options struct {
 	sinkTokenRequired bool
 }
 
+// envOptions reads the options' environment variables, the flags'
+// defaults.
+func envOptions(getenv func(string) string) (options, error) {
+	o := options{port: 8080}
+	err := settings.Check(getenv, []settings.Setting{
+		settings.Port("PORT", &o.port),
+		settings.Bool("DEBUG", &o.debug, "a boolean"),
+		settings.Bool("SINK_REQUIRED", &o.sinkRequired, "a boolean"),
+		settings.Bool("SINK_TOKEN_REQUIRED", &o.sinkTokenRequired, "a boolean"),
+		settings.Text("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace), &o.namespace),
+		settings.RawText("K_SINK", &o.sink),
+		settings.Text("SINK_TOKEN_FILE", events.DefaultSinkTokenFile, &o.sinkToken),
+		settings.RawText("KUBECONFIG", &o.kubeconfig),
+	})
+	return o, err
+}
+
 func parseOptions(args []string, getenv func(string) string) (options, error) {
-	env := cmdutil.Env(getenv)
-	def := env.String
-	var o options
-	port, err := env.Port(8080)
-	if err != nil {
-		return o, err
-	}
-	debug, err := env.Bool("DEBUG")
-	if err != nil {
-		return o, err
-	}
-	required, err := env.Bool("SINK_REQUIRED")
-	if err != nil {
-		return o, err
-	}
-	tokenRequired, err := env.Bool("SINK_TOKEN_REQUIRED")
+	o, err := envOptions(getenv)
 	if err != nil {
 		return o, err
 	}
 	fs := flag.NewFlagSet("tes", flag.ContinueOnError)
-	ns := def("NAMESPACE", cmdutil.PodNamespace(steps.DefaultNamespace))
+	ns := o.namespace
 	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the tasks (env NAMESPACE; in a pod, its own namespace)")
 	fs.StringVar(&o.namespace, "n", ns, "shorthand for --namespace")
-	fs.StringVar(&o.sink, "sink", getenv("K_SINK"), "where task.submitted and task.cancelled are posted (env K_SINK, set by a SinkBinding)")
-	fs.StringVar(&o.sinkToken, "sink-token-file", def("SINK_TOKEN_FILE", events.DefaultSinkTokenFile), "the OIDC token sent with each event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
-	fs.IntVar(&o.port, "port", port, "HTTP port (env PORT)")
-	fs.BoolVar(&o.debug, "debug", debug, "debug logging (env DEBUG)")
+	fs.StringVar(&o.sink, "sink", o.sink, "where task.submitted and task.cancelled are posted (env K_SINK, set by a SinkBinding)")
+	fs.StringVar(&o.sinkToken, "sink-token-file", o.sinkToken, "the OIDC token sent with each event when the file exists (env SINK_TOKEN_FILE; a SinkBinding mounts it there when Eventing's authentication-oidc is on)")
+	fs.IntVar(&o.port, "port", o.port, "HTTP port (env PORT)")
+	fs.BoolVar(&o.debug, "debug", o.debug, "debug logging (env DEBUG)")
 	fs.BoolVar(&o.noAuth, "no-auth", false, "serve without access control (local development only)")
 	fs.BoolVar(&o.version, "version", false, "print the TES API's version and exit")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", getenv("KUBECONFIG"), "kubeconfig outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
-	fs.BoolVar(&o.sinkRequired, "sink-required", required, "refuse to start without a sink for task.submitted and task.cancelled (env SINK_REQUIRED)")
-	fs.BoolVar(&o.sinkTokenRequired, "sink-token-required", tokenRequired, "refuse to start with a sink and no token in the sink token file (env SINK_TOKEN_REQUIRED; where Eventing's authentication-oidc is on)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "kubeconfig outside a cluster (env KUBECONFIG); in-cluster configuration if empty")
+	fs.BoolVar(&o.sinkRequired, "sink-required", o.sinkRequired, "refuse to start without a sink for task.submitted and task.cancelled (env SINK_REQUIRED)")
+	fs.BoolVar(&o.sinkTokenRequired, "sink-token-required", o.sinkTokenRequired, "refuse to start with a sink and no token in the sink token file (env SINK_TOKEN_REQUIRED; where Eventing's authentication-oidc is on)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -122,134 +126,62 @@ func (o options) sinkReady() error {
 var stdout io.Writer = os.Stdout
 
 // apiConfig reads the TES API's settings (the tesk-tes-config ConfigMap in
-// config/knative lists them all).
+// config/knative lists them all): an unset variable keeps its default, and
+// a value that does not parse is an error naming the variable.
 func apiConfig(getenv func(string) string) (tes.Config, error) {
-	def := cmdutil.Env(getenv).String
 	cfg := tes.Config{
-		Info: tesv1.ServiceInfo{
-			ID:               def("TES_SERVICE_ID", "org.ga4gh.tesk-knative"),
-			Name:             def("TES_SERVICE_NAME", "TESK on Knative"),
-			Description:      def("TES_SERVICE_DESCRIPTION", "GA4GH TES on Kubernetes, each task's steps run as Knative events"),
-			Organization:     tesv1.Organization{Name: def("TES_ORGANIZATION_NAME", "ELIXIR Cloud & AAI"), URL: def("TES_ORGANIZATION_URL", "https://elixir-cloud.dcc.sib.swiss")},
-			ContactURL:       def("TES_CONTACT_URL", ""),
-			DocumentationURL: def("TES_DOCUMENTATION_URL", "https://github.com/elixir-cloud-aai/tesk-knative"),
-			Environment:      def("TES_ENVIRONMENT", ""),
-			Version:          def("TES_SERVICE_VERSION", version.Get()),
-		},
 		LogTailBytes: steps.DefaultLogTailBytes,
+		Limits:       tes.DefaultLimits(),
+		Backlog:      tes.DefaultBacklog(),
 	}
-	if s := def("TES_STORAGE", ""); s != "" {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				cfg.Info.Storage = append(cfg.Info.Storage, p)
-			}
+	var storage string
+	err := settings.Check(getenv, slices.Concat(serviceInfo(&cfg.Info, &storage), apiSettings(&cfg)))
+	for _, p := range strings.Split(storage, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Info.Storage = append(cfg.Info.Storage, p)
 		}
 	}
-	limits, err := taskLimits(def)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Limits = limits
-	if v := def("TES_CREATE_RATE_PER_USER", ""); v != "" {
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(n >= 0 && n <= 1e6) {
-			return cfg, fmt.Errorf("TES_CREATE_RATE_PER_USER=%q is not a number of tasks a minute from 0 to 1e6 (0: no limit)", v)
-		}
-		cfg.CreatesPerMinute = n
-	}
-	if cfg.Backlog, err = backlog(def); err != nil {
-		return cfg, err
-	}
-	for _, p := range []struct {
-		v, name string
-		to      *float64
-	}{
-		{def("TES_PRICE_PER_CORE_HOUR_USD", ""), "TES_PRICE_PER_CORE_HOUR_USD", &cfg.Prices.CoreHour},
-		{def("TES_PRICE_PER_RAM_GB_HOUR_USD", ""), "TES_PRICE_PER_RAM_GB_HOUR_USD", &cfg.Prices.RAMGBHour},
-		{def("TES_PRICE_PER_DISK_GB_HOUR_USD", ""), "TES_PRICE_PER_DISK_GB_HOUR_USD", &cfg.Prices.DiskGBHour},
-	} {
-		if p.v != "" {
-			n, err := strconv.ParseFloat(p.v, 64)
-			if err != nil || !(n >= 0 && n <= 1e6) {
-				return cfg, fmt.Errorf("%s=%q is not a price in US dollars from 0 to 1e6", p.name, p.v)
-			}
-			*p.to = n
-		}
-	}
-	if s := def("TES_LOG_TAIL_BYTES", ""); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > steps.MaxLogTailBytes {
-			return cfg, fmt.Errorf("TES_LOG_TAIL_BYTES=%q is not a number of bytes from 1 to 1048576", s)
-		}
-		cfg.LogTailBytes = n
-	}
-	return cfg, nil
+	return cfg, err
 }
 
-// taskLimits reads the most a task may ask for: an unset variable keeps
-// tes.DefaultLimits' value, 0 lifts the limit, and anything but a number
-// from 0 up is an error naming the variable.
-func taskLimits(def func(name, fallback string) string) (tes.Limits, error) {
-	l := tes.DefaultLimits()
-	counts := []struct {
-		value, name string
-		to          *int
-	}{
-		{def("TES_MAX_EXECUTORS", ""), "TES_MAX_EXECUTORS", &l.Executors},
-		{def("TES_MAX_INPUTS", ""), "TES_MAX_INPUTS", &l.Inputs},
-		{def("TES_MAX_OUTPUTS", ""), "TES_MAX_OUTPUTS", &l.Outputs},
-		{def("TES_MAX_CPU_CORES", ""), "TES_MAX_CPU_CORES", &l.CPUCores},
+// serviceInfo are the settings of service-info: the service's, its
+// organisation's and the storage's (a list, separated by commas).
+func serviceInfo(info *tesv1.ServiceInfo, storage *string) []settings.Setting {
+	return []settings.Setting{
+		settings.Text("TES_SERVICE_ID", "org.ga4gh.tesk-knative", &info.ID),
+		settings.Text("TES_SERVICE_NAME", "TESK on Knative", &info.Name),
+		settings.Text("TES_SERVICE_DESCRIPTION", "GA4GH TES on Kubernetes, each task's steps run as Knative events", &info.Description),
+		settings.Text("TES_ORGANIZATION_NAME", "ELIXIR Cloud & AAI", &info.Organization.Name),
+		settings.Text("TES_ORGANIZATION_URL", "https://elixir-cloud.dcc.sib.swiss", &info.Organization.URL),
+		settings.Text("TES_CONTACT_URL", "", &info.ContactURL),
+		settings.Text("TES_DOCUMENTATION_URL", "https://github.com/elixir-cloud-aai/tesk-knative", &info.DocumentationURL),
+		settings.Text("TES_ENVIRONMENT", "", &info.Environment),
+		settings.Text("TES_SERVICE_VERSION", version.Get(), &info.Version),
+		settings.Text("TES_STORAGE", "", storage),
 	}
-	for _, c := range counts {
-		if c.value == "" {
-			continue
-		}
-		n, err := strconv.Atoi(c.value)
-		if err != nil || n < 0 {
-			return l, fmt.Errorf("%s=%q is not a whole number from 0 (0: no limit)", c.name, c.value)
-		}
-		*c.to = n
-	}
-	sizes := []struct {
-		value, name string
-		to          *float64
-	}{
-		{def("TES_MAX_RAM_GB", ""), "TES_MAX_RAM_GB", &l.RAMGB},
-		{def("TES_MAX_DISK_GB", ""), "TES_MAX_DISK_GB", &l.DiskGB},
-	}
-	for _, c := range sizes {
-		if c.value == "" {
-			continue
-		}
-		n, err := strconv.ParseFloat(c.value, 64)
-		if err != nil || !(n >= 0 && n <= 1e9) {
-			return l, fmt.Errorf("%s=%q is not a number of GB from 0 to 1e9 (0: no limit)", c.name, c.value)
-		}
-		*c.to = n
-	}
-	return l, nil
 }
 
-// backlog reads the bounds of each user's tasks that have not ended: an
-// unset variable keeps tes.DefaultBacklog's value, 0 lifts the bound, and
-// anything but a whole number from 0 is an error naming the variable.
-func backlog(def func(name, fallback string) string) (tes.Backlog, error) {
-	b := tes.DefaultBacklog()
-	if v := def("TES_MAX_UNFINISHED_TASKS_PER_USER", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return b, fmt.Errorf("TES_MAX_UNFINISHED_TASKS_PER_USER=%q is not a whole number of tasks from 0 (0: no limit)", v)
-		}
-		b.Tasks = n
+// apiSettings are the bounds of what a task may ask for and of each user's
+// tasks that have not ended (0 lifts a bound), the rate of creations, the
+// prices and the logs' tails.
+func apiSettings(cfg *tes.Config) []settings.Setting {
+	const count, gb = "a whole number from 0 (0: no limit)", "a number of GB from 0 to 1e9 (0: no limit)"
+	const price = "a price in US dollars from 0 to 1e6"
+	return []settings.Setting{
+		settings.Int("TES_MAX_EXECUTORS", &cfg.Limits.Executors, 0, math.MaxInt, count),
+		settings.Int("TES_MAX_INPUTS", &cfg.Limits.Inputs, 0, math.MaxInt, count),
+		settings.Int("TES_MAX_OUTPUTS", &cfg.Limits.Outputs, 0, math.MaxInt, count),
+		settings.Int("TES_MAX_CPU_CORES", &cfg.Limits.CPUCores, 0, math.MaxInt, count),
+		settings.Float("TES_MAX_RAM_GB", &cfg.Limits.RAMGB, 0, 1e9, gb),
+		settings.Float("TES_MAX_DISK_GB", &cfg.Limits.DiskGB, 0, 1e9, gb),
+		settings.Float("TES_CREATE_RATE_PER_USER", &cfg.CreatesPerMinute, 0, 1e6, "a number of tasks a minute from 0 to 1e6 (0: no limit)"),
+		settings.Int("TES_MAX_UNFINISHED_TASKS_PER_USER", &cfg.Backlog.Tasks, 0, math.MaxInt, "a whole number of tasks from 0 (0: no limit)"),
+		settings.Int("TES_MAX_UNFINISHED_BYTES_PER_USER", &cfg.Backlog.Bytes, 0, math.MaxInt64, "a whole number of bytes from 0 (0: no limit)"),
+		settings.Float("TES_PRICE_PER_CORE_HOUR_USD", &cfg.Prices.CoreHour, 0, 1e6, price),
+		settings.Float("TES_PRICE_PER_RAM_GB_HOUR_USD", &cfg.Prices.RAMGBHour, 0, 1e6, price),
+		settings.Float("TES_PRICE_PER_DISK_GB_HOUR_USD", &cfg.Prices.DiskGBHour, 0, 1e6, price),
+		settings.Int("TES_LOG_TAIL_BYTES", &cfg.LogTailBytes, 1, steps.MaxLogTailBytes, "a number of bytes from 1 to 1048576"),
 	}
-	if v := def("TES_MAX_UNFINISHED_BYTES_PER_USER", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return b, fmt.Errorf("TES_MAX_UNFINISHED_BYTES_PER_USER=%q is not a whole number of bytes from 0 (0: no limit)", v)
-		}
-		b.Bytes = n
-	}
-	return b, nil
 }
 
 func run(args []string, getenv func(string) string) error {

@@ -307,14 +307,13 @@ func stringsOf(docs [][]byte) []string {
 }
 
 // variablesRead lists the environment variables the handler reads: the
-// string literal passed first to getenv and to the helpers that wrap it in
-// cmd/handler/main.go (def, and cmdutil.Env's methods called on env) and
-// steps/env.go (the constructors of its table envSettings, its own and
-// those of internal/settings), and
+// string literal passed first to getenv and to the constructors of the
+// settings' tables in cmd/handler/main.go (internal/settings') and
+// steps/env.go (envSettings': its own and internal/settings'), and
 // backendparams.EnvVar where backendparams.FromEnv is called.
 func variablesRead(t *testing.T) map[string]bool {
 	t.Helper()
-	readers := map[string]bool{"getenv": true, "def": true, "env.String": true, "env.Bool": true, "get": true, "r.get": true,
+	readers := map[string]bool{"getenv": true,
 		"setting": true, "settingEvenEmpty": true, "text": true, "untrimmed": true, "wholeNumber": true, "k8sObject": true,
 		"settings.Text": true, "settings.RawText": true, "settings.Bool": true, "settings.Port": true, "settings.Int": true,
 		"settings.IntFunc": true, "settings.Float": true}
@@ -352,8 +351,8 @@ func variablesRead(t *testing.T) map[string]bool {
 	return found
 }
 
-// readerName is the name of a called function: f, or env.f for a method
-// of the variable env (cmdutil.Env).
+// readerName is the name of a called function: f, or pkg.f for a function
+// of the package pkg (settings.Text).
 func readerName(fun ast.Expr) string {
 	switch f := fun.(type) {
 	case *ast.Ident:

@@ -89,15 +89,17 @@ func TestTESConfigMapHoldsEveryVariable(t *testing.T) {
 
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]+$`)
 
-// tesVariablesRead lists the names passed to getenv and its wrappers (def,
-// and cmdutil.Env's methods called on env) in cmd/tes's sources.
+// tesVariablesRead lists the names passed to getenv and to the constructors
+// of internal/settings, and the names of the settings.Setting literals, in
+// cmd/tes's sources.
 func tesVariablesRead(t *testing.T) map[string]bool {
 	t.Helper()
 	sources, err := filepath.Glob(filepath.Join("..", "..", "cmd", "tes", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readers := map[string]bool{"getenv": true, "def": true, "env.String": true, "env.Bool": true}
+	readers := map[string]bool{"getenv": true, "settings.Text": true, "settings.RawText": true, "settings.Bool": true,
+		"settings.Port": true, "settings.Int": true, "settings.IntFunc": true, "settings.Float": true}
 	found := map[string]bool{}
 	for _, src := range sources {
 		if strings.HasSuffix(src, "_test.go") {
@@ -116,9 +118,20 @@ func tesVariablesRead(t *testing.T) map[string]bool {
 }
 
 // inspectReads adds to found the variable names that file passes as string
-// literals to the functions readers names.
+// literals to the functions readers names, or gives as the Name of a
+// settings.Setting (in a table of them, its type left out).
 func inspectReads(file *ast.File, readers, found map[string]bool) {
 	ast.Inspect(file, func(n ast.Node) bool {
+		if kv, ok := n.(*ast.KeyValueExpr); ok {
+			key, isIdent := kv.Key.(*ast.Ident)
+			lit, isLit := kv.Value.(*ast.BasicLit)
+			if isIdent && key.Name == "Name" && isLit && lit.Kind == token.STRING {
+				if name, err := strconv.Unquote(lit.Value); err == nil && envName.MatchString(name) {
+					found[name] = true
+				}
+			}
+			return true
+		}
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
 			return true
