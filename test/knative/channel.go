@@ -67,6 +67,9 @@ func (e *Env) UseChannel(ctx context.Context, config map[string]any, async bool)
 		if _, err := brokers.Create(ctx, nb, metav1.CreateOptions{}); err != nil {
 			return "", err
 		}
+		if err := e.resolveSinkBindingsAgain(ctx); err != nil {
+			return "", err
+		}
 	}
 	if err := e.WaitReady(ctx, 5*time.Minute); err != nil {
 		return "", err
@@ -97,4 +100,40 @@ func (e *Env) ChannelKind(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the Broker names no channel in its status: %v", b.Object["status"])
 	}
 	return k, nil
+}
+
+// resolveSinkBindingsAgain waits until the Broker announces its address
+// and then touches the platform's SinkBindings (an annotation), so that
+// they resolve their sink again: one that resolved it while the Broker was
+// gone was seen to stay NoAddressable (address not set for Kind = Broker)
+// for minutes after the new Broker had its address, until changed.
+func (e *Env) resolveSinkBindingsAgain(ctx context.Context) error {
+	brokers := e.C.Dynamic.Resource(BrokerGVR).Namespace(e.Namespaces.Platform)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		b, err := brokers.Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			if u, _, _ := unstructured.NestedString(b.Object, "status", "address", "url"); u != "" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Broker announces no address 5m after it was created again (%v)", err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	bindings := e.C.Dynamic.Resource(SinkBindingGVR).Namespace(e.Namespaces.Platform)
+	list, err := bindings.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"tesk.test/broker-created":%q}}}`, time.Now().UTC().Format(time.RFC3339Nano))
+	for _, sb := range list.Items {
+		if _, err := bindings.Patch(ctx, sb.GetName(), "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("SinkBinding %s: %w", sb.GetName(), err)
+		}
+	}
+	return nil
 }

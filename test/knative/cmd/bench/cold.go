@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -24,10 +22,6 @@ import (
 // handlerSelector picks the pods and Deployments of the handler's Knative
 // Service, of every revision.
 const handlerSelector = "serving.knative.dev/service=tesk-handler"
-
-// rareSchedule is the sweep's schedule during the cold rounds: once a year,
-// so that no ping wakes the handler between two of them.
-const rareSchedule = "0 0 1 1 *"
 
 // coldSample is one cold round: the client's create time, the watch seeing
 // the first Job, and when the watches saw the handler pod that took the
@@ -115,26 +109,6 @@ func waitNoHandler(ctx context.Context, env *knative.Env, timeout time.Duration)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// holdSweep sets the sweep's PingSource to a schedule of once a year (its
-// v1 spec has no field to suspend it) and returns the schedule it had and
-// a func that sets that back.
-func holdSweep(ctx context.Context, env *knative.Env) (string, func() error, error) {
-	pings := env.C.Dynamic.Resource(knative.PingSourceGVR).Namespace(knative.Platform)
-	o, err := pings.Get(ctx, "tesk-sweep", metav1.GetOptions{})
-	if err != nil {
-		return "", nil, err
-	}
-	was, _, _ := unstructured.NestedString(o.Object, "spec", "schedule")
-	set := func(ctx context.Context, schedule string) error {
-		_, err := pings.Patch(ctx, "tesk-sweep", types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"schedule":%q}}`, schedule)), metav1.PatchOptions{})
-		return err
-	}
-	if err := set(ctx, rareSchedule); err != nil {
-		return "", nil, err
-	}
-	return was, func() error { return set(context.Background(), was) }, nil
 }
 
 // coldSplit picks, once the task's first Job exists, the handler pod that

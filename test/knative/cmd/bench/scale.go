@@ -342,7 +342,7 @@ func scaleRun(ctx context.Context, env *knative.Env, api *knative.TES, jobs *job
 	for _, p := range s.samples {
 		r.maxLive = max(r.maxLive, p.live)
 	}
-	if r.failed, err = failedDeliveries(ctx, env, r.start); err != nil {
+	if r.failed, err = env.FailedDeliveries(ctx, r.start); err != nil {
 		return nil, err
 	}
 	if auditLog != "" {
