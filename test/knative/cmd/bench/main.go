@@ -62,7 +62,7 @@ import (
 func main() {
 	dir := flag.String("dir", ".cluster", "the directory of a cluster started with cluster up -knative")
 	cold := flag.Int("cold", 5, "cold starts (and as many warm ones) to time")
-	tasks := flag.Int("tasks", 6, "tasks of 4 executors per delivery path for the step gap (after one that does not count)")
+	tasks := flag.Int("tasks", 6, "tasks of 4 executors per delivery path for the step gap (after one that does not count; 0: no step gap rounds)")
 	scale := flag.Int("scale", 0, "then this many tasks of 3 executors at once through the TES API (0: none)")
 	share := flag.Int("share", 0, "the scale run's user's share (QUOTA_TASKS_PER_USER): the most of its tasks that run at once, so that their pods fit the node (0: no share)")
 	auditLog := flag.String("audit-log", "", "the API server's audit log of the handler's requests (cluster up -audit-users), for the scale run's requests per task")
@@ -172,25 +172,12 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 		return err
 	}
 
-	brokerGaps, n, err := stepGaps(ctx, api, jobs, tasks)
-	if err != nil {
-		return err
+	var brokerGaps, directGaps []time.Duration
+	if tasks > 0 {
+		if brokerGaps, directGaps, err = bothGaps(ctx, env, api, jobs, tasks, &notComplete); err != nil {
+			return err
+		}
 	}
-	notComplete += n
-	logf("step gaps through the Broker: %d", len(brokerGaps))
-	restore, err := direct(ctx, env)
-	if err != nil {
-		return err
-	}
-	directGaps, n, err := stepGaps(ctx, api, jobs, tasks)
-	if rerr := restore(); err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return err
-	}
-	notComplete += n
-	logf("step gaps with direct delivery: %d", len(directGaps))
 
 	var srs []*scaleResult
 	if scale > 0 {
@@ -240,7 +227,7 @@ func run(ctx context.Context, dir string, cold, tasks, scale, share int, auditLo
 	fmt.Printf("\ncold rounds: %d; kept: %d; dropped: %d, a handler pod existed at the create\n", cold, len(kept), dropped)
 	fmt.Printf("the sweep's PingSource tesk-sweep: schedule %q during the cold rounds, %q restored after (its v1 spec has no suspend)\n", knative.RareSchedule, was)
 	printSplit(kept)
-	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*(tasks+1), failed)
+	fmt.Printf("\ntasks not COMPLETE: %d of %d; deliveries the Broker's filter logged as failed: %d\n", notComplete, 2*cold+2*(tasks+1)*b2i(tasks > 0), failed)
 	for _, sr := range srs {
 		printScale(sr)
 	}
@@ -420,6 +407,45 @@ func stepGaps(ctx context.Context, api *knative.TES, jobs *jobTimes, n int) ([]t
 // direct points a second ApiServerSource at the handler itself and makes
 // the Broker's Triggers of Job and Pod events filter a type no event has;
 // the returned func undoes both.
+// bothGaps times the step gaps of tasks tasks through the Broker, then
+// with the ApiServerSource posting straight to the handler (direct),
+// adding the tasks not COMPLETE to notComplete.
+func bothGaps(ctx context.Context, env *knative.Env, api *knative.TES, jobs *jobTimes, tasks int, notComplete *int) (brokerGaps, directGaps []time.Duration, err error) {
+	brokerGaps, n, err := stepGaps(ctx, api, jobs, tasks)
+	if err != nil {
+		return nil, nil, err
+	}
+	*notComplete += n
+	logf("step gaps through the Broker: %d", len(brokerGaps))
+	restore, err := direct(ctx, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	directGaps, n, err = stepGaps(ctx, api, jobs, tasks)
+	if rerr := restore(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	*notComplete += n
+	logf("step gaps with direct delivery: %d", len(directGaps))
+	return brokerGaps, directGaps, nil
+}
+
+// handlerAudience is the handler's EVENTS_AUDIENCE in config/knative's
+// ConfigMap.
+func handlerAudience(ctx context.Context, env *knative.Env) (string, error) {
+	cm, err := env.C.Client.CoreV1().ConfigMaps(knative.Platform).Get(ctx, "tesk-handler-config", metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if a := cm.Data["EVENTS_AUDIENCE"]; a != "" {
+		return a, nil
+	}
+	return "", fmt.Errorf("tesk-handler-config has no EVENTS_AUDIENCE: the handler takes events from anyone")
+}
+
 func direct(ctx context.Context, env *knative.Env) (func() error, error) {
 	sources := env.C.Dynamic.Resource(knative.APIServerSrcGVR).Namespace(knative.Platform)
 	triggers := env.C.Dynamic.Resource(knative.TriggerGVR).Namespace(knative.Platform)
@@ -428,9 +454,16 @@ func direct(ctx context.Context, env *knative.Env) (func() error, error) {
 		return nil, err
 	}
 	spec, _, _ := unstructured.NestedMap(src.Object, "spec")
+	// The audience the handler takes tokens for (EVENTS_AUDIENCE, as the
+	// Triggers' subscribers name it): the source's identity is a
+	// ServiceAccount of the handler's namespace, which the handler admits.
+	aud, err := handlerAudience(ctx, env)
+	if err != nil {
+		return nil, err
+	}
 	if err := unstructured.SetNestedMap(spec, map[string]any{"ref": map[string]any{
 		"apiVersion": "serving.knative.dev/v1", "kind": "Service", "name": "tesk-handler",
-	}}, "sink"); err != nil {
+	}, "audience": aud}, "sink"); err != nil {
 		return nil, err
 	}
 	d := &unstructured.Unstructured{Object: map[string]any{
