@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
 
 // docs/helm.md's table names every value of values.yaml, and no other.
@@ -40,19 +38,7 @@ func TestDocsTable(t *testing.T) {
 
 // docs/helm.md's production.yaml renders, and sets what it says it does.
 func TestDocsProductionValues(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(ChartDir(), "..", "..", "docs", "helm.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)```yaml\n# production.yaml\n(.*?)```").FindSubmatch(b)
-	if m == nil {
-		t.Fatal("docs/helm.md has no production.yaml block")
-	}
-	vals := map[string]any{}
-	if err := yaml.Unmarshal(m[1], &vals); err != nil {
-		t.Fatal(err)
-	}
-	out, err := Render(vals)
+	out, err := Render(productionValues(t))
 	if err != nil {
 		t.Fatalf("production.yaml: %v", err)
 	}
