@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -183,15 +184,15 @@ func (s *sampler) cpu(group string) time.Duration {
 }
 
 // setShare sets the handler's QUOTA_TASKS_PER_USER (the chart's
-// tasks.share.tasks) and waits until the handler is at zero pods, so that
-// the next one reads it.
+// tasks.share.tasks) and has the handler roll out a new revision that
+// reads it.
 func setShare(ctx context.Context, env *knative.Env, share int) error {
 	patch := fmt.Sprintf(`{"data":{"QUOTA_TASKS_PER_USER":"%d"}}`, share)
 	if _, err := env.C.Client.CoreV1().ConfigMaps(knative.Platform).Patch(ctx, "tesk-handler-config", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("share: %w", err)
 	}
-	logf("scale: QUOTA_TASKS_PER_USER=%d; waiting for the handler at zero pods", share)
-	return env.WaitZero(ctx, "tesk-handler", 5*time.Minute)
+	logf("scale: QUOTA_TASKS_PER_USER=%d; a new revision of the handler reads it", share)
+	return env.NewRevision(ctx, "tesk-handler", 5*time.Minute)
 }
 
 // scaleBacklog is the merge patch of the TES API's configuration that
@@ -204,15 +205,24 @@ func scaleBacklog(n int) string {
 	return fmt.Sprintf(`{"data":{"TES_MAX_UNFINISHED_TASKS_PER_USER":"%d","TES_MAX_UNFINISHED_BYTES_PER_USER":"0","TES_CREATE_RATE_PER_USER":"0"}}`, n)
 }
 
-// setBacklog applies scaleBacklog(n) to the TES API's ConfigMap and waits
-// for the TES API at zero pods, so that the next create starts a pod that
-// reads it.
+// setBacklog applies scaleBacklog(n) to the TES API's ConfigMap and has
+// the TES API roll out a new revision that reads it (unless the ConfigMap
+// held it already: a scale run before this one set it).
 func setBacklog(ctx context.Context, env *knative.Env, n int) error {
-	if _, err := env.C.Client.CoreV1().ConfigMaps(knative.Platform).Patch(ctx, "tesk-tes-config", types.MergePatchType, []byte(scaleBacklog(n)), metav1.PatchOptions{}); err != nil {
+	cms := env.C.Client.CoreV1().ConfigMaps(knative.Platform)
+	before, err := cms.Get(ctx, "tesk-tes-config", metav1.GetOptions{})
+	if err != nil {
 		return fmt.Errorf("unfinished bounds: %w", err)
 	}
-	logf("scale: TES_MAX_UNFINISHED_TASKS_PER_USER=%d, TES_MAX_UNFINISHED_BYTES_PER_USER=0, TES_CREATE_RATE_PER_USER=0; waiting for the TES API at zero pods", n)
-	return env.WaitZero(ctx, "tesk-tes", 5*time.Minute)
+	after, err := cms.Patch(ctx, "tesk-tes-config", types.MergePatchType, []byte(scaleBacklog(n)), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("unfinished bounds: %w", err)
+	}
+	if maps.Equal(before.Data, after.Data) {
+		return nil
+	}
+	logf("scale: TES_MAX_UNFINISHED_TASKS_PER_USER=%d, TES_MAX_UNFINISHED_BYTES_PER_USER=0, TES_CREATE_RATE_PER_USER=0; a new revision of the TES API reads them", n)
+	return env.NewRevision(ctx, "tesk-tes", 5*time.Minute)
 }
 
 // scaleResult is what the scale run measured.
