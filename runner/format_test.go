@@ -48,6 +48,18 @@ func loadFormat1(t *testing.T) (*corev1.ConfigMap, []*batchv1.Job) {
 	return cm, jobs
 }
 
+// format1RunningPod is the pod of the fixture's second executor, its
+// container started at 10:00:45.
+func format1RunningPod(ns string) *corev1.Pod {
+	job := format1Task + "-ex-01"
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job + "-x7k2q", Namespace: ns, CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 5, 10, 0, 42, 0, time.UTC)),
+			Labels: map[string]string{taskmeta.LabelTask: format1Task, batchv1.JobNameLabel: job}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: job,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Date(2026, 1, 5, 10, 0, 45, 0, time.UTC))}}}}},
+	}
+}
+
 func format1Objects(cm *corev1.ConfigMap, jobs []*batchv1.Job) []runtime.Object {
 	objs := []runtime.Object{cm.DeepCopy()}
 	for _, j := range jobs {
@@ -73,22 +85,25 @@ func TestReadsRecordFormat1(t *testing.T) {
 		byPart[part] = j
 	}
 
-	// The second executor runs: nothing to do.
-	plan := steps.Decide(steps.Observed{Anchor: cm.ObjectMeta, Jobs: byPart, Pods: []*corev1.Pod{}}, cfg, now)
+	// The second executor runs: nothing to do. Its pod and its Job's count
+	// of it, which Kubernetes writes, are not in the fixture.
+	running := format1RunningPod(cm.Namespace)
+	byPart["ex-01"].Status.Active = 1
+	plan := steps.Decide(steps.Observed{Anchor: cm.ObjectMeta, Jobs: byPart, Pods: []*corev1.Pod{running}}, cfg, now)
 	if plan.State != tesv1.StateRunning || plan.Progress != nil || len(plan.Actions) != 0 || plan.Final != nil {
 		t.Errorf("running: %+v, want RUNNING and nothing to do", plan)
 	}
 
 	// The view: RUNNING, both executors in order, the first's recorded end.
-	v := steps.BuildView(cm.ObjectMeta, byPart, nil, cfg, now)
+	v := steps.BuildView(cm.ObjectMeta, byPart, []*corev1.Pod{running}, cfg, now)
 	if v.State != tesv1.StateRunning || v.ID != format1Task || len(v.Logs) != 1 || len(v.Logs[0].Logs) != 2 {
 		t.Fatalf("view %+v, want RUNNING with two executor logs", v)
 	}
 	if l := v.Logs[0].Logs[0]; l.ExitCode != 0 || l.StartTime != "2026-01-05T10:00:22Z" || l.EndTime != "2026-01-05T10:00:40Z" {
 		t.Errorf("first executor's log %+v, want exit 0 from 10:00:22 to 10:00:40", l)
 	}
-	if l := v.Logs[0].Logs[1]; l.EndTime != "" {
-		t.Errorf("second executor's log %+v, want no end yet", l)
+	if l := v.Logs[0].Logs[1]; l.EndTime != "" || l.StartTime != "2026-01-05T10:00:45Z" {
+		t.Errorf("second executor's log %+v, want its container's start and no end yet", l)
 	}
 
 	// The sweep counts it and finds nothing due.

@@ -129,11 +129,19 @@ func checkPods(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now 
 			}
 		}
 	}
-	if queued && state == tesv1.StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
+	if (queued || noPodYet(part, job, pods)) && state == tesv1.StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
 		state = tesv1.StateQueued
 	}
 	plan.State = state
 	return plan
+}
+
+// noPodYet reports whether an executor's job has no pod and never had one
+// (the Job controller has yet to create it, or a ResourceQuota refuses its
+// creates): its executor waits as for a node.
+func noPodYet(part string, job *batchv1.Job, pods []*corev1.Pod) bool {
+	_, isExec := taskmeta.ExecutorIndex(part)
+	return isExec && len(pods) == 0 && job.Status.Active == 0 && len(taskmeta.PreemptedPods(job)) == 0
 }
 
 // failJob fails a part's job, recorded first: in doubt (the patch got an

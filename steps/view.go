@@ -16,8 +16,8 @@ import (
 
 // BuildView derives the TES view from the cluster, as the TESK API derives
 // it: the state from the anchor or the jobs; one executor log per executor
-// whose job was created, in the executors' order, from the record its end
-// left on the job or else from its last pod; the uploaded files from the
+// whose container started or whose job ended, in the executors' order, from
+// the record its end left on the job or else from its last pod; the uploaded files from the
 // outputs filer's annotation; and in the system logs, what the TES API
 // noted at its creation (taskmeta.AnnotationSystemLog) and why it stopped. The logs keep the
 // recorded ends of stdout and stderr; a reader that shows fewer fields
@@ -43,7 +43,15 @@ func BuildView(anchor metav1.ObjectMeta, jobs map[string]*batchv1.Job, pods []*c
 		log.SystemLogs = append(log.SystemLogs, strings.Split(reason, "\n")...)
 	}
 	for _, part := range ExecutorParts(jobs) {
-		log.Logs = append(log.Logs, executorLog(jobs[part], podsOfJob(pods, jobs[part].Name)))
+		l := executorLog(jobs[part], podsOfJob(pods, jobs[part].Name))
+		if l.StartTime == "" && taskmeta.StatusOf(jobs[part]) == taskmeta.JobRunning {
+			// Its container has not started (no pod yet, or one that
+			// waits for a node or its image): no log until it has an
+			// exit code and a start. The executors run one after
+			// another, so none after it has one either.
+			break
+		}
+		log.Logs = append(log.Logs, l)
 	}
 	if j := jobs[taskmeta.PartOutputsFiler]; j != nil {
 		if v := j.Annotations[taskmeta.AnnotationOutputFileLogs]; v != "" {
@@ -94,9 +102,9 @@ func ExecutorParts(jobs map[string]*batchv1.Job) []string {
 
 // executorLog is an executor's log: the record its end left on the job, or
 // what its last pod tells (its exit code once it ended; while it runs, 0
-// and no end time). An ended job without a record or a pod that tells has
-// the exit code UnknownExitCode, unless it completed (its container exited
-// 0).
+// and no end time; no start time before its container started). An ended
+// job without a record or a pod that tells has the exit code
+// UnknownExitCode, unless it completed (its container exited 0).
 func executorLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
 	if l, ok := RecordedLog(job); ok {
 		return l
@@ -105,7 +113,9 @@ func executorLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
 }
 
 // ObservedLog is an executor's exit code and times as its job and pods tell
-// them, without streams.
+// them, without streams. Its start is its container's: the Job's own start
+// (set by the Job controller before any pod exists, also when none can be
+// created) stands in only for pods that ended and are gone.
 func ObservedLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
 	l, ended := podLog(pods)
 	if !ended {
@@ -116,7 +126,7 @@ func ObservedLog(job *batchv1.Job, pods []*corev1.Pod) tesv1.ExecutorLog {
 			l.ExitCode = UnknownExitCode
 		}
 	}
-	if l.StartTime == "" && job.Status.StartTime != nil {
+	if l.StartTime == "" && len(pods) == 0 && job.Status.Succeeded+job.Status.Failed > 0 && job.Status.StartTime != nil {
 		l.StartTime = rfc3339(job.Status.StartTime.Time)
 	}
 	if l.EndTime == "" {

@@ -96,13 +96,55 @@ func TestBuildViewExecutors(t *testing.T) {
 	}
 }
 
-func TestBuildViewExecutorWithoutPods(t *testing.T) {
-	j := running("ex-00")
+// TestBuildViewExecutorWaitingForItsPod: an executor's job exists before
+// its pod does (a ResourceQuota refuses the Job controller's creates, the
+// Job's FailedCreate Events say "exceeded quota"), and its pod may wait for a
+// node or its image. Until its container started, the task is QUEUED (no
+// pod, or one the scheduler cannot place), the executor has no log (TES
+// requires an exit_code, which it does not have yet), and no time is
+// counted for it: not from the Job's start, which the Job controller sets
+// without any pod.
+func TestBuildViewExecutorWaitingForItsPod(t *testing.T) {
 	anchor := anchorWith(ptr(progressOf([]string{"ex-00"}, "ev", ago(5*time.Minute), "ex-00")))
-	v := BuildView(anchor, jobsOf(j), nil, DefaultConfig(), t0)
-	want := []tesv1.ExecutorLog{{StartTime: rfc(j.Status.StartTime.Time)}}
-	if got := v.Logs[0].Logs; !reflect.DeepEqual(got, want) {
-		t.Errorf("executor logs %s, want the job's start time %s", show(got), show(want))
+	started, ended := ago(2*time.Minute), ago(time.Minute)
+	refused := jobOf("ex-00") // the Job controller set its start; no pod active
+	retrying := running("ex-00")
+	retrying.Status.Active, retrying.Status.Failed = 0, 1
+	failedWithoutPod := jobOf("ex-00", cond(batchv1.JobFailed, ended))
+	cases := []struct {
+		name  string
+		job   *batchv1.Job
+		pods  []*corev1.Pod
+		state string
+		logs  []tesv1.ExecutorLog
+		cpu   string // usage.cpu_core_seconds, 2 cores asked for
+	}{
+		{"no pod: its creates refused (exceeded quota)", refused, pods(), tesv1.StateQueued, []tesv1.ExecutorLog{}, "0"},
+		{"a pod pending, its image being pulled", running("ex-00"), pods(waiting("ex-00", ago(time.Minute), ago(time.Minute), "ContainerCreating", false)), tesv1.StateRunning, []tesv1.ExecutorLog{}, "0"},
+		{"a pod pending, not scheduled", running("ex-00"), pods(unschedulablePod("ex-00", ago(time.Minute))), tesv1.StateQueued, []tesv1.ExecutorLog{}, "0"},
+		{"a pod running", running("ex-00"), pods(runningPod("ex-00", ago(3*time.Minute), started)), tesv1.StateRunning,
+			[]tesv1.ExecutorLog{{StartTime: rfc(started)}}, "240"},
+		{"its pod succeeded", completed("ex-00"), pods(terminatedPod("ex-00", ago(3*time.Minute), started, ended, 0)), tesv1.StateRunning,
+			[]tesv1.ExecutorLog{{StartTime: rfc(started), EndTime: rfc(ended)}}, "120"},
+		{"a pod that ran is gone, its retry not created yet: still RUNNING, from the job's start", retrying, pods(), tesv1.StateRunning,
+			[]tesv1.ExecutorLog{{StartTime: rfc(retrying.Status.StartTime.Time)}}, "3600"},
+		{"failed without a pod ever (its deadline passed): an unknown exit code, no start, nothing counted", failedWithoutPod, pods(), tesv1.StateRunning,
+			[]tesv1.ExecutorLog{{EndTime: rfc(ended), ExitCode: UnknownExitCode}}, "0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			jobs := jobsOf(c.job)
+			v := BuildView(anchor, jobs, c.pods, DefaultConfig(), t0)
+			if v.State != c.state {
+				t.Errorf("state %s, want %s", v.State, c.state)
+			}
+			if got := v.Logs[0].Logs; !reflect.DeepEqual(got, c.logs) {
+				t.Errorf("executor logs [%s], want [%s]", show(got), show(c.logs))
+			}
+			if got := Usage(v.Logs[0], jobs, Requested{CPUCores: 2}, t0)[UsageCPUCoreSeconds]; got != c.cpu {
+				t.Errorf("%s %s, want %s", UsageCPUCoreSeconds, got, c.cpu)
+			}
+		})
 	}
 }
 

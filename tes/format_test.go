@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,17 @@ const format1Task = "task-0f1e2d3c"
 func (a *apiTest) loadFormat1(edit func(*corev1.ConfigMap)) {
 	a.t.Helper()
 	a.load("../testdata/anchor-format-1.yaml", edit)
+	// The second executor's pod, which Kubernetes writes: its container
+	// started at 10:00:45.
+	job := format1Task + "-ex-01"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job + "-x7k2q", Namespace: "tes", Labels: map[string]string{taskmeta.LabelTask: format1Task, "batch.kubernetes.io/job-name": job}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: job,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Date(2026, 1, 5, 10, 0, 45, 0, time.UTC))}}}}},
+	}
+	if err := a.client.Tracker().Add(pod); err != nil {
+		a.t.Fatal(err)
+	}
 }
 
 // load puts a fixture's objects (internal/fixture) into the API's

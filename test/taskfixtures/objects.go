@@ -102,7 +102,12 @@ func Failed(part string) *batchv1.Job {
 	return j
 }
 
-func Running(part string) *batchv1.Job { return JobOf(part) }
+// Running is a running job with its pod: one active.
+func Running(part string) *batchv1.Job {
+	j := JobOf(part)
+	j.Status.Active = 1
+	return j
+}
 
 // Annotate sets annotations (key, value pairs) on a job.
 func Annotate(j *batchv1.Job, kv ...string) *batchv1.Job {
