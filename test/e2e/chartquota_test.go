@@ -81,9 +81,9 @@ func stderrOf(err error) string {
 // LimitRange's default request and limit, and the task completes; one that
 // asks for cores and memory keeps its own. A task whose pod the quota does
 // not admit beside a running task's waits, the job's Events saying
-// "exceeded quota", and completes once the running task ended (cancelled);
-// one that
-// asks for more than the whole quota is refused at its create, 400 naming
+// "exceeded quota", QUEUED meanwhile with no executor log and nothing in
+// its usage, and completes once the running task ended (cancelled); one
+// that asks for more than the whole quota is refused at its create, 400 naming
 // the quota (docs/helm.md, docs/operations.md).
 func TestChartQuotaAndLimitRange(t *testing.T) {
 	e := newEnv(t, envOptions{})
@@ -171,9 +171,33 @@ func TestChartQuotaAndLimitRange(t *testing.T) {
 	e.waitFor(`the second task's job's Event "exceeded quota"`, 30*time.Second, func() bool {
 		return jobEventSays(t, e, second+"-ex-00", "exceeded quota")
 	})
-	t.Logf("the second task while its pod waits for the quota: %v", api.get(second, tesv1.ViewMinimal)["state"])
 	if n := len(taskPods(t, e, second)); n != 0 {
 		t.Errorf("the second task has %d pods while the first holds the quota", n)
+	}
+	// No pod, so nothing ran: QUEUED, no executor log (no exit code, no
+	// start), nothing counted.
+	full := api.get(second, tesv1.ViewFull)
+	if full["state"] != tesv1.StateQueued {
+		t.Errorf("the second task while its pod waits for the quota: %v, want QUEUED", full["state"])
+	}
+	if tls, _ := full["logs"].([]any); len(tls) != 1 {
+		t.Errorf("the second task's logs %v, want one task log", full["logs"])
+	} else {
+		tl := tls[0].(map[string]any)
+		if ex, _ := tl["logs"].([]any); len(ex) != 0 {
+			t.Errorf("the second task's executor logs %v, want none (no container started)", ex)
+		}
+		md, _ := tl["metadata"].(map[string]any)
+		for _, k := range []string{"usage.cpu_core_seconds", "usage.wall_seconds", "usage.memory_gb_seconds"} {
+			if md[k] != "0" {
+				t.Errorf("the second task's %s %v, want 0", k, md[k])
+			}
+		}
+		for k := range md {
+			if strings.HasPrefix(k, "usage.ex-") {
+				t.Errorf("the second task's metadata has %s=%v, want no executor's usage", k, md[k])
+			}
+		}
 	}
 	if code, body := api.do(http.MethodPost, "/tasks/"+first+":cancel", nil); code != http.StatusOK {
 		t.Fatalf("cancel the first task: %d %s", code, body)
