@@ -136,12 +136,14 @@ func checkPods(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now 
 	return plan
 }
 
-// noPodYet reports whether an executor's job has no pod and never had one
-// (the Job controller has yet to create it, or a ResourceQuota refuses its
-// creates): its executor waits as for a node.
+// noPodYet reports whether the task's first executor's job has no pod and
+// never had one (the Job controller has yet to create it, or a
+// ResourceQuota refuses its creates): the task waits as for a node. A later
+// executor's job without its pod leaves the task RUNNING: an executor
+// before it ran, and the state does not go back between two executors.
 func noPodYet(part string, job *batchv1.Job, pods []*corev1.Pod) bool {
-	_, isExec := taskmeta.ExecutorIndex(part)
-	return isExec && len(pods) == 0 && job.Status.Active == 0 && len(taskmeta.PreemptedPods(job)) == 0
+	i, isExec := taskmeta.ExecutorIndex(part)
+	return isExec && i == 0 && len(pods) == 0 && job.Status.Active == 0 && len(taskmeta.PreemptedPods(job)) == 0
 }
 
 // failJob fails a part's job, recorded first: in doubt (the patch got an

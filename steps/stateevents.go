@@ -40,7 +40,7 @@ type StateChange struct {
 // inputs filer run, RUNNING from the first executor on); QUEUED before any
 // part started. A progress record that cannot be read is UNKNOWN. The TES
 // view derives its state from the jobs and pods too (viewState): it shows
-// CANCELING from the cancel label on, and QUEUED while an executor's job
+// CANCELING from the cancel label on, and QUEUED while its first executor's job
 // has no pod yet or its pods wait for a node, which no step records: the
 // record says RUNNING from the step that creates the first executor's job,
 // whether or not its pod can be created.

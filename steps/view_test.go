@@ -148,6 +148,22 @@ func TestBuildViewExecutorWaitingForItsPod(t *testing.T) {
 	}
 }
 
+// A later executor's job without its pod yet (between two executors, or
+// its creates refused) leaves the task RUNNING: an executor ran before
+// it, and the state does not go back to QUEUED.
+func TestBuildViewLaterExecutorWithoutItsPod(t *testing.T) {
+	anchor := anchorWith(ptr(progressOf([]string{"ex-00", "ex-01"}, "ev", ago(5*time.Minute), "ex-00", "ex-01")))
+	started, ended := ago(3*time.Minute), ago(2*time.Minute)
+	jobs := jobsOf(completed("ex-00"), jobOf("ex-01"))
+	v := BuildView(anchor, jobs, pods(terminatedPod("ex-00", ago(4*time.Minute), started, ended, 0)), DefaultConfig(), t0)
+	if v.State != tesv1.StateRunning {
+		t.Errorf("state %s, want %s", v.State, tesv1.StateRunning)
+	}
+	if got := v.Logs[0].Logs; len(got) != 1 || got[0].ExitCode != 0 || got[0].EndTime != rfc(ended) {
+		t.Errorf("executor logs [%s], want ex-00's alone, ended", show(got))
+	}
+}
+
 // TestBuildViewExecutorsOutlivePods: an executor's log comes from the
 // record its end left on its job, whatever its pods say, and without pods;
 // an ended job without record or pod has the exit code it must have had (0
