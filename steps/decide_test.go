@@ -249,17 +249,17 @@ func TestDecide(t *testing.T) {
 				state:   tesv1.StateRunning,
 			},
 			{
-				name: "behaviour §1.10: a Suspended job is still running (its executor waits without a pod: QUEUED)",
+				name: "behaviour §1.10: a Suspended job is still running",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", cond(batchv1.JobSuspended, ago(time.Minute)))), Pods: pods()},
-				state: tesv1.StateQueued,
+				state: tesv1.StateRunning,
 			},
 			{
-				name: "behaviour §1.10: a condition that is not True counts for nothing (its executor waits without a pod: QUEUED)",
+				name: "behaviour §1.10: a condition that is not True counts for nothing",
 				obs: Observed{Event: "ev", Anchor: anchorWith(started(taskmeta.PartPVC, taskmeta.PartInputsFiler, "ex-00")),
 					Jobs: jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse})),
 					Pods: pods()},
-				state: tesv1.StateQueued,
+				state: tesv1.StateRunning,
 			},
 			{
 				name: "behaviour §1.11: a running job's pods are needed to decide, and asked for when not read",

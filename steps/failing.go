@@ -129,7 +129,7 @@ func checkPods(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now 
 			}
 		}
 	}
-	if (queued || noPodYet(part, job, pods)) && state == tesv1.StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
+	if (queued || noPodYet(prog, part, job, pods)) && state == tesv1.StateRunning && job.Status.Succeeded == 0 && job.Status.Failed == 0 && !anyRunning(pods) {
 		state = tesv1.StateQueued
 	}
 	plan.State = state
@@ -138,12 +138,14 @@ func checkPods(plan Plan, prog taskmeta.Progress, obs Observed, cfg Config, now 
 
 // noPodYet reports whether the task's first executor's job has no pod and
 // never had one (the Job controller has yet to create it, or a
-// ResourceQuota refuses its creates): the task waits as for a node. A later
-// executor's job without its pod leaves the task RUNNING: an executor
-// before it ran, and the state does not go back between two executors.
-func noPodYet(part string, job *batchv1.Job, pods []*corev1.Pod) bool {
+// ResourceQuota refuses its creates) and no inputs filer ran before it:
+// the task waits as for a node. Where a part ran before (an executor, the
+// inputs filer), the job without its pod leaves the task RUNNING: the
+// state does not go back.
+func noPodYet(prog taskmeta.Progress, part string, job *batchv1.Job, pods []*corev1.Pod) bool {
 	i, isExec := taskmeta.ExecutorIndex(part)
-	return isExec && i == 0 && len(pods) == 0 && job.Status.Active == 0 && len(taskmeta.PreemptedPods(job)) == 0
+	return isExec && i == 0 && !slices.Contains(prog.Started, taskmeta.PartInputsFiler) &&
+		len(pods) == 0 && job.Status.Active == 0 && len(taskmeta.PreemptedPods(job)) == 0
 }
 
 // failJob fails a part's job, recorded first: in doubt (the patch got an

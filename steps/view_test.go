@@ -162,6 +162,12 @@ func TestBuildViewLaterExecutorWithoutItsPod(t *testing.T) {
 	if got := v.Logs[0].Logs; len(got) != 1 || got[0].ExitCode != 0 || got[0].EndTime != rfc(ended) {
 		t.Errorf("executor logs [%s], want ex-00's alone, ended", show(got))
 	}
+	// The first executor's, after the inputs filer ran: RUNNING too.
+	afterInputs := anchorWith(ptr(progressOf([]string{taskmeta.PartInputsFiler, "ex-00"}, "ev", ago(5*time.Minute), taskmeta.PartInputsFiler, "ex-00")))
+	v = BuildView(afterInputs, jobsOf(completed(taskmeta.PartInputsFiler), jobOf("ex-00")), pods(), DefaultConfig(), t0)
+	if v.State != tesv1.StateRunning {
+		t.Errorf("the first executor's job without its pod after the inputs filer: state %s, want %s", v.State, tesv1.StateRunning)
+	}
 }
 
 // TestBuildViewExecutorsOutlivePods: an executor's log comes from the
