@@ -70,15 +70,22 @@ test-knative: cluster-bins node-deps image-deps
 	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v $(KNATIVE_TEST_PKGS)
 
 # A Broker on the NATS JetStream channel (test/knative/natss): a local
-# cluster of its own with Knative and NATS (cluster-up KNATIVE=1 NATS=1's),
-# Eventing's authentication-oidc on (the channel's dispatcher, as
-# build-natss.sh patches it, sends each delivery with the Subscription's
-# token), the channel's dispatcher pods deleted while events are sent,
-# every event the Broker accepted delivered; the same experiment on the
-# in-memory channel: synchronous (the chart's default), every event it
-# accepted delivered; asynchronous, what it loses is recorded.
+# cluster of its own with Knative and NATS (cluster-up KNATIVE=1 NATS=1's)
+# and two fake nodes, config/knative deployed, Eventing's
+# authentication-oidc on (the channel's dispatcher, as build-natss.sh
+# patches it, sends each delivery with the Subscription's token), the
+# channel's dispatcher pods deleted while events are sent, every event the
+# Broker accepted delivered; the same experiment on the in-memory channel:
+# synchronous (the chart's default), every event it accepted delivered;
+# asynchronous, what it loses is recorded; and config/knative's Broker on
+# JetStream, 50 tasks whose pods the fake nodes play, the channel's
+# dispatcher, the Broker's ingress and filter and a handler pod deleted
+# twice while they run and the sweep held: every task COMPLETE, no Job
+# created twice; then the sweep restored, 20 tasks more while the
+# ApiServerSource's adapter is deleted twice: every task COMPLETE, no Job
+# created twice (TestDurableOnJetStream).
 .PHONY: test-knative-nats
-test-knative-nats: cluster-bins natss-bins node-deps
+test-knative-nats: cluster-bins natss-bins node-deps image-deps
 	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and

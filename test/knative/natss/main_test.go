@@ -1,9 +1,11 @@
 //go:build knative
 
 // Package natss tests a Broker on the NATS JetStream channel of the local
-// cluster's NATS option: a cluster of its own with Knative and NATS, no
-// config/knative, and Eventing's authentication-oidc on, as the product
-// ships it (see oidcOn).
+// cluster's NATS option: a cluster of its own with Knative and NATS, two
+// fake nodes beside the real one, config/knative deployed, and Eventing's
+// authentication-oidc on, as the product ships it (see oidcOn). The
+// restart experiments make Brokers of their own in namespaces of their
+// own; TestDurableOnJetStream puts config/knative's on JetStream.
 // make test-knative-nats runs it (a cluster of its own), or go test on a
 // running cluster with TESK_KNATIVE_CLUSTER=<dir of make cluster-up
 // KNATIVE=1 NATS=1>. make test-knative names its packages and leaves this
@@ -20,17 +22,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/elixir-cloud-aai/tesk-knative/hack/ociimage/ociimage"
 	"github.com/elixir-cloud-aai/tesk-knative/test/cluster"
+	"github.com/elixir-cloud-aai/tesk-knative/test/devstack"
 	"github.com/elixir-cloud-aai/tesk-knative/test/knative"
 )
 
-// env reaches the cluster of this run (its Platform namespace unused).
+// env is config/knative on the cluster of this run.
 var env *knative.Env
 
-// TestMain starts a local cluster with Knative and NATS (or attaches to
-// TESK_KNATIVE_CLUSTER's, and leaves it running), runs the tests and stops
-// what it started.
+// TestMain starts a local cluster with Knative and NATS and two fake nodes
+// (or attaches to TESK_KNATIVE_CLUSTER's, and leaves it running), deploys
+// config/knative (knative.Setup), runs the tests and stops what it
+// started.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -60,7 +63,11 @@ func run(m *testing.M) int {
 		t0 := time.Now()
 		c, err = cluster.Start(context.Background(), cluster.Options{
 			RealNode: true, Services: true, Knative: true, NATS: true,
-			BuildNodeImages: pauseImage(root),
+			// The fake nodes play the pods of TestDurableOnJetStream's
+			// tasks (cluster.PlayPods), so that they do not load the
+			// real node.
+			Nodes:           2,
+			BuildNodeImages: cluster.ProjectImages(root, devstack.FilerName+":"+devstack.FilerVersion),
 			Timeout:         15 * time.Minute,
 			Logf:            logf,
 		})
@@ -71,16 +78,16 @@ func run(m *testing.M) int {
 		defer c.Stop()
 		logf("local cluster with Knative and NATS up (%s)", time.Since(t0).Round(time.Second))
 	}
-	n := c.RealNode()
-	if n == nil || n.Services == nil {
-		logf("the cluster has no real node with Services")
-		return 1
-	}
-	env = &knative.Env{C: c, Node: n, Logf: logf}
 	if err := oidcOn(context.Background(), c); err != nil {
 		logf("%v", err)
 		return 1
 	}
+	var err error
+	if env, err = knative.Setup(context.Background(), c, logf); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer env.Close()
 	return m.Run()
 }
 
@@ -98,22 +105,4 @@ func oidcOn(ctx context.Context, c *cluster.Cluster) error {
 		return fmt.Errorf("config-features: authentication-oidc on: %w", err)
 	}
 	return nil
-}
-
-// pauseImage builds the pod sandbox image, the only one of the project's
-// images these tests need on the node.
-func pauseImage(root string) func(ctx context.Context, dir string) ([]cluster.NodeImage, error) {
-	return func(ctx context.Context, dir string) ([]cluster.NodeImage, error) {
-		built, err := ociimage.BuildAll(ctx, ociimage.Options{RepoRoot: root, OutDir: dir, Only: []string{ociimage.Pause}})
-		if err != nil {
-			return nil, err
-		}
-		var out []cluster.NodeImage
-		for _, b := range built {
-			for _, ref := range b.Refs {
-				out = append(out, cluster.NodeImage{Ref: ref, Tar: b.Path})
-			}
-		}
-		return out, nil
-	}
 }
